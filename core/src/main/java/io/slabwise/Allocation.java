@@ -1,0 +1,83 @@
+package io.slabwise;
+
+import java.nio.ByteBuffer;
+
+/**
+ * One piece of pool memory, as handed out by {@link MemoryPool#allocate}.
+ *
+ * <p>An {@code Allocation} is a reusable, mutable holder: a buffer object keeps
+ * one for its whole life and the pool fills it on every allocation, so the hot
+ * path creates no garbage. It is not thread-safe; whoever owns the buffer owns
+ * the allocation, and hands it to {@link MemoryPool#free} exactly once.
+ *
+ * <pre>
+ *   chunk memory  [ ....... | offset .. offset+requested .. offset+reserved | ....... ]
+ *                            ^ address()
+ * </pre>
+ */
+public final class Allocation {
+
+    Chunk chunk;
+    long handle;
+    int sizeIndex;
+    int requested;
+    int reserved;
+    int offset;
+    long address;
+
+    /** Creates an empty holder; it describes nothing until the pool fills it. */
+    public Allocation() {
+    }
+
+    /** Whether the holder currently describes live pool memory. */
+    public boolean isLive() {
+        return chunk != null;
+    }
+
+    /** The native address of the first byte. */
+    public long address() {
+        return address;
+    }
+
+    /**
+     * The direct buffer of the whole chunk (or huge region) that holds this
+     * allocation; its bytes {@code [offset(), offset() + reservedBytes())}
+     * belong to this allocation. Never change the returned buffer's position or
+     * limit: take a {@code duplicate()} or {@code slice(int, int)}.
+     */
+    public ByteBuffer memory() {
+        return chunk.region.buffer();
+    }
+
+    /** The offset of the first byte inside {@link #memory()}. */
+    public int offset() {
+        return offset;
+    }
+
+    /** The bytes the caller asked for. */
+    public int requestedBytes() {
+        return requested;
+    }
+
+    /** The bytes set aside: the size class the request was rounded to. */
+    public int reservedBytes() {
+        return reserved;
+    }
+
+    void clear() {
+        chunk = null;
+        handle = 0;
+        sizeIndex = 0;
+        requested = 0;
+        reserved = 0;
+        offset = 0;
+        address = 0;
+    }
+
+    @Override
+    public String toString() {
+        return isLive()
+                ? "Allocation(requested=" + requested + ", reserved=" + reserved + ", offset=" + offset + ')'
+                : "Allocation(free)";
+    }
+}

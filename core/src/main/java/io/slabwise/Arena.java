@@ -1,0 +1,288 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A set of chunks shared by a group of threads, guarded by one lock (the arena
+ * object's monitor). Thread caches in front of it absorb most allocations and
+ * frees; what reaches the arena is a cache miss, a cache overflow, or a free
+ * handed over by a thread bound to another arena through {@link RemoteFreeQueue}.
+ *
+ * <h2>Choosing a chunk</h2>
+ * A run goes into the <em>fullest</em> chunk that has a long enough free run.
+ * Filling busy chunks first lets lightly used chunks drain and become idle, so
+ * they can go back to the operating system; a new chunk is taken only when no
+ * chunk fits.
+ *
+ * <h2>Small sizes</h2>
+ * For each small size class the arena keeps a doubly linked list of subpages
+ * that have a free element. A subpage that becomes empty gives its run back to
+ * its chunk unless it is the only subpage of its class.
+ *
+ * <h2>Idle chunks</h2>
+ * A chunk with no allocation left is idle. Up to {@code maxIdleChunks} idle
+ * chunks are kept for reuse; the rest go back to the chunk source at once, and
+ * {@link #trim} returns every idle chunk.
+ */
+final class Arena {
+
+    final MemoryPool pool;
+    final int index;
+    final SizeClasses sizes;
+    private final int pageShift;
+    private final int maxIdleChunks;
+
+    /** Chunks by id; ids of released chunks are reused. */
+    private Chunk[] chunksById = new Chunk[16];
+    private final List<Chunk> chunks = new ArrayList<>();
+    private int idleChunks;
+    private final Subpage[] subpageHeads;
+    final RemoteFreeQueue remoteFrees;
+    /** Threads whose caches are bound to this arena. */
+    final AtomicInteger boundThreads = new AtomicInteger();
+    /** Set when the arena took a new chunk; cleared by whoever reacts to growth. */
+    volatile boolean grew;
+
+    // statistics, written under the lock
+    private long usedBytes;
+    private long chunksAllocated;
+    private long chunksReleased;
+    private long hugeAllocated;
+
+    Arena(MemoryPool pool, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity) {
+        this.pool = pool;
+        this.index = index;
+        this.sizes = sizes;
+        this.pageShift = Integer.numberOfTrailingZeros(sizes.pageSize());
+        this.maxIdleChunks = maxIdleChunks;
+        this.subpageHeads = new Subpage[sizes.count()];
+        this.remoteFrees = new RemoteFreeQueue(remoteQueueCapacity);
+    }
+
+    /** Allocates one element of size class {@code sizeIndex}; fills {@code out}'s chunk and handle. */
+    synchronized void allocate(int sizeIndex, Allocation out) {
+        remoteFrees.drain(this);
+        if (sizes.isSmall(sizeIndex)) {
+            allocateSmall(sizeIndex, out);
+        } else {
+            int runPages = sizes.size(sizeIndex) >>> pageShift;
+            Chunk chunk = chunkWithRun(runPages);
+            long handle = chunk.allocateRun(runPages);
+            chunk.usedBytes += (long) runPages << pageShift;
+            usedBytes += (long) runPages << pageShift;
+            out.chunk = chunk;
+            out.handle = handle;
+        }
+    }
+
+    private void allocateSmall(int sizeIndex, Allocation out) {
+        Subpage subpage = subpageHeads[sizeIndex];
+        if (subpage == null) {
+            int runPages = sizes.subpageRunPages(sizeIndex);
+            Chunk chunk = chunkWithRun(runPages);
+            long run = chunk.allocateRun(runPages);
+            subpage = new Subpage(chunk, Chunk.runStart(run), runPages, sizeIndex, sizes.size(sizeIndex));
+            chunk.setSubpage(subpage.runStart, subpage);
+            linkSubpage(subpage);
+        }
+        long handle = subpage.allocate();
+        if (!subpage.hasFree()) {
+            unlinkSubpage(subpage);
+        }
+        subpage.chunk.usedBytes += subpage.elementSize;
+        usedBytes += subpage.elementSize;
+        out.chunk = subpage.chunk;
+        out.handle = handle;
+    }
+
+    /** Frees memory of this arena; the caller holds no arena lock. */
+    synchronized void free(Chunk chunk, long handle) {
+        remoteFrees.drain(this);
+        freeLocked(chunk, handle);
+    }
+
+    /**
+     * Frees memory of this arena from a thread bound to another arena: through
+     * the remote-free queue, or under the lock when the queue is full.
+     */
+    void freeFromOtherArena(Chunk chunk, long handle) {
+        if (!remoteFrees.offer(RemoteFreeQueue.encode(chunk.id, handle))) {
+            free(chunk, handle);
+        }
+    }
+
+    /** Frees a batch gathered by a thread cache: {@code chunks[i]}, {@code handles[i]} for i in [from, to). */
+    synchronized void freeBatch(Chunk[] batchChunks, long[] handles, int from, int to) {
+        remoteFrees.drain(this);
+        for (int i = from; i < to; i++) {
+            freeLocked(batchChunks[i], handles[i]);
+            batchChunks[i] = null;
+        }
+    }
+
+    /** Applies one remote-free entry; called by {@link RemoteFreeQueue#drain} under the lock. */
+    void freeEntry(long entry) {
+        Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
+        int runStart = RemoteFreeQueue.runStart(entry);
+        long handle = RemoteFreeQueue.isSubpage(entry)
+                ? Chunk.subpageHandle(runStart, chunk.subpageAt(runStart).runPages, RemoteFreeQueue.lowField(entry))
+                : Chunk.runHandle(runStart, RemoteFreeQueue.lowField(entry));
+        freeLocked(chunk, handle);
+    }
+
+    private void freeLocked(Chunk chunk, long handle) {
+        if (Chunk.isSubpage(handle)) {
+            Subpage subpage = chunk.subpageAt(Chunk.runStart(handle));
+            subpage.free(Chunk.element(handle));
+            chunk.usedBytes -= subpage.elementSize;
+            usedBytes -= subpage.elementSize;
+            if (!subpage.inList) {
+                linkSubpage(subpage);
+            } else if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
+                unlinkSubpage(subpage);
+                chunk.setSubpage(subpage.runStart, null);
+                chunk.freeRun(subpage.runStart, subpage.runPages);
+                afterRunFreed(chunk);
+            }
+        } else {
+            int runPages = Chunk.runPages(handle);
+            chunk.freeRun(Chunk.runStart(handle), runPages);
+            chunk.usedBytes -= (long) runPages << pageShift;
+            usedBytes -= (long) runPages << pageShift;
+            afterRunFreed(chunk);
+        }
+    }
+
+    private void afterRunFreed(Chunk chunk) {
+        if (chunk.isEmpty()) {
+            chunk.idleSinceNanos = System.nanoTime();
+            idleChunks++;
+            if (idleChunks > maxIdleChunks) {
+                releaseChunk(chunk);
+            }
+        }
+    }
+
+    /** The fullest chunk with a free run of {@code runPages}; a new chunk if none has one. */
+    private Chunk chunkWithRun(int runPages) {
+        Chunk best = null;
+        for (int i = 0, n = chunks.size(); i < n; i++) {
+            Chunk chunk = chunks.get(i);
+            if (chunk.freePages >= runPages && (best == null || chunk.freePages < best.freePages)
+                    && chunk.longestFreeRun() >= runPages) {
+                best = chunk;
+            }
+        }
+        if (best == null) {
+            best = newChunk();
+        } else if (best.isEmpty()) {
+            idleChunks--;
+        }
+        return best;
+    }
+
+    private Chunk newChunk() {
+        int id = 0;
+        while (id < chunksById.length && chunksById[id] != null) {
+            id++;
+        }
+        if (id == chunksById.length) {
+            chunksById = java.util.Arrays.copyOf(chunksById, id * 2);
+        }
+        NativeRegion region = pool.commit(sizes.chunkSize());
+        Chunk chunk = new Chunk(this, region, id, pageShift);
+        chunksById[id] = chunk;
+        chunks.add(chunk);
+        chunksAllocated++;
+        grew = true;
+        return chunk;
+    }
+
+    private void releaseChunk(Chunk chunk) {
+        chunks.remove(chunk);
+        chunksById[chunk.id] = null;
+        idleChunks--;
+        chunksReleased++;
+        pool.decommit(chunk.region);
+    }
+
+    /** Returns every idle chunk to the chunk source (or those idle longer than {@code idleNanos}). */
+    synchronized int trim(long idleNanos) {
+        remoteFrees.drain(this);
+        releaseEmptySubpages();
+        long now = System.nanoTime();
+        int released = 0;
+        for (int i = chunks.size() - 1; i >= 0; i--) {
+            Chunk chunk = chunks.get(i);
+            if (chunk.isEmpty() && now - chunk.idleSinceNanos >= idleNanos) {
+                releaseChunk(chunk);
+                released++;
+            }
+        }
+        return released;
+    }
+
+    /** Gives the runs of subpages with no element in use back to their chunks, the last of each class included. */
+    private void releaseEmptySubpages() {
+        for (int i = 0; i < subpageHeads.length; i++) {
+            Subpage subpage = subpageHeads[i];
+            while (subpage != null) {
+                Subpage next = subpage.next;
+                if (subpage.isEmpty()) {
+                    unlinkSubpage(subpage);
+                    subpage.chunk.setSubpage(subpage.runStart, null);
+                    subpage.chunk.freeRun(subpage.runStart, subpage.runPages);
+                    if (subpage.chunk.isEmpty()) {
+                        subpage.chunk.idleSinceNanos = System.nanoTime();
+                        idleChunks++;
+                    }
+                }
+                subpage = next;
+            }
+        }
+    }
+
+    /** Records a huge allocation (its region is owned by its own chunk object). */
+    synchronized void countHuge(int delta) {
+        hugeAllocated += delta;
+    }
+
+    private void linkSubpage(Subpage subpage) {
+        Subpage head = subpageHeads[subpage.sizeIndex];
+        subpage.prev = null;
+        subpage.next = head;
+        if (head != null) {
+            head.prev = subpage;
+        }
+        subpageHeads[subpage.sizeIndex] = subpage;
+        subpage.inList = true;
+    }
+
+    private void unlinkSubpage(Subpage subpage) {
+        if (subpage.prev != null) {
+            subpage.prev.next = subpage.next;
+        } else {
+            subpageHeads[subpage.sizeIndex] = subpage.next;
+        }
+        if (subpage.next != null) {
+            subpage.next.prev = subpage.prev;
+        }
+        subpage.prev = subpage.next = null;
+        subpage.inList = false;
+    }
+
+    /** A consistent view of this arena, taken under its lock. */
+    synchronized ArenaSnapshot snapshot() {
+        remoteFrees.drain(this);
+        int chunkCount = chunks.size();
+        int[] usedPercent = new int[chunkCount];
+        for (int i = 0; i < chunkCount; i++) {
+            Chunk chunk = chunks.get(i);
+            usedPercent[i] = (int) (chunk.usedBytes * 100 / chunk.chunkSize());
+        }
+        return new ArenaSnapshot(index, boundThreads.get(), chunkCount, idleChunks, usedBytes,
+                (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, hugeAllocated, usedPercent);
+    }
+}

@@ -1,0 +1,236 @@
+package io.slabwise;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A fixed-size block of native memory cut into pages, handed out as runs of
+ * contiguous pages. Every method runs under the owning {@link Arena}'s lock.
+ *
+ * <h2>Free runs</h2>
+ * Free space is kept as maximal runs of free pages; two free runs are never
+ * adjacent, because {@link #freeRun} merges a freed run with its free
+ * neighbours. Each free run is recorded at both ends so that either neighbour
+ * finds it in O(1), and sits in a list of runs of the same length:
+ *
+ * <pre>
+ *  page:        0   1   2   3   4   5   6   7   8 ...
+ *             [ used  ][ free run of 3 ][used][ free run ...
+ *  lengthAt[2] = 3       (start of a free run: its length, else 0)
+ *  startAt[4]  = 2       (end of a free run: its start, else -1)
+ *  lists by length: len 3 -> {2, ...}; a bitmap over lengths marks the non-empty lists
+ * </pre>
+ *
+ * Allocation is best fit: the shortest free run that is long enough (a scan of
+ * the length bitmap), split from its low end. Both operations are O(pages/64)
+ * at worst and allocate nothing.
+ *
+ * <h2>Handles</h2>
+ * An allocation inside a chunk is named by a {@code long} handle:
+ * <pre>
+ *  63          48 47          32  31   30 .. 16   15 .. 0
+ *  [ run start  ][ run pages   ][ S ][ unused  ][ element ]
+ * </pre>
+ * {@code S} marks an element of a subpage, whose run is given by the first two
+ * fields; {@code element} is then the element's index in the subpage bitmap.
+ */
+final class Chunk {
+
+    private static final long SUBPAGE_BIT = 1L << 31;
+
+    final Arena arena;
+    final NativeRegion region;
+    /** The slot of this chunk in its arena's table; names it in remote-free entries. */
+    final int id;
+    final boolean huge;
+    final int pageShift;
+    final int pages;
+
+    /** For each page that starts a free run, the run's length; otherwise 0. */
+    private final int[] lengthAt;
+    /** For each page that ends a free run, the run's start; otherwise -1. */
+    private final int[] startAt;
+    /** Doubly linked lists of free-run starts, one list per run length. */
+    private final int[] listHead;
+    private final int[] next;
+    private final int[] prev;
+    /** Bit {@code len} is set when the list of free runs of length {@code len} is non-empty. */
+    private final long[] lengthsPresent;
+    /** The subpage whose run starts at a page, if any. */
+    private final Subpage[] subpages;
+
+    int freePages;
+    /** Bytes handed out of this chunk, to live buffers or to thread caches (a subpage counts its taken elements). */
+    long usedBytes;
+    /** When the chunk last became completely free, in {@link System#nanoTime()} units. */
+    long idleSinceNanos;
+
+    Chunk(Arena arena, NativeRegion region, int id, int pageShift) {
+        this.arena = arena;
+        this.region = region;
+        this.id = id;
+        this.huge = false;
+        this.pageShift = pageShift;
+        this.pages = region.size() >>> pageShift;
+        lengthAt = new int[pages];
+        startAt = new int[pages];
+        java.util.Arrays.fill(startAt, -1);
+        listHead = new int[pages + 1];
+        java.util.Arrays.fill(listHead, -1);
+        next = new int[pages];
+        prev = new int[pages];
+        lengthsPresent = new long[(pages >>> 6) + 1];
+        subpages = new Subpage[pages];
+        freePages = 0;
+        insertFreeRun(0, pages);
+    }
+
+    /** A dedicated region for one huge allocation; it has no page structure. */
+    Chunk(Arena arena, NativeRegion region) {
+        this.arena = arena;
+        this.region = region;
+        this.id = -1;
+        this.huge = true;
+        this.pageShift = 0;
+        this.pages = 0;
+        lengthAt = startAt = listHead = next = prev = null;
+        lengthsPresent = null;
+        subpages = null;
+    }
+
+    static long runHandle(int start, int runPages) {
+        return ((long) start << 48) | ((long) runPages << 32);
+    }
+
+    static long subpageHandle(int runStart, int runPages, int element) {
+        return runHandle(runStart, runPages) | SUBPAGE_BIT | element;
+    }
+
+    static int runStart(long handle) {
+        return (int) (handle >>> 48);
+    }
+
+    static int runPages(long handle) {
+        return (int) (handle >>> 32) & 0xFFFF;
+    }
+
+    static boolean isSubpage(long handle) {
+        return (handle & SUBPAGE_BIT) != 0;
+    }
+
+    static int element(long handle) {
+        return (int) handle & 0xFFFF;
+    }
+
+    /** Byte offset of the allocation named by {@code handle} inside this chunk. */
+    long offset(long handle) {
+        if (huge) {
+            return 0;
+        }
+        long runOffset = (long) runStart(handle) << pageShift;
+        return isSubpage(handle) ? runOffset + (long) element(handle) * subpages[runStart(handle)].elementSize : runOffset;
+    }
+
+    int chunkSize() {
+        return region.size();
+    }
+
+    boolean isEmpty() {
+        return freePages == pages;
+    }
+
+    /** The length of the longest free run, in pages. */
+    int longestFreeRun() {
+        for (int w = lengthsPresent.length - 1; w >= 0; w--) {
+            long bits = lengthsPresent[w];
+            if (bits != 0) {
+                return (w << 6) + 63 - Long.numberOfLeadingZeros(bits);
+            }
+        }
+        return 0;
+    }
+
+    /** Takes a run of {@code runPages} pages; returns its handle, or -1 when no free run is long enough. */
+    long allocateRun(int runPages) {
+        int length = shortestFreeRunAtLeast(runPages);
+        if (length < 0) {
+            return -1;
+        }
+        int start = listHead[length];
+        removeFreeRun(start, length);
+        if (length > runPages) {
+            insertFreeRun(start + runPages, length - runPages);
+        }
+        return runHandle(start, runPages);
+    }
+
+    /** Gives back the run {@code [start, start + runPages)}, merging it with free neighbours. */
+    void freeRun(int start, int runPages) {
+        int end = start + runPages; // exclusive
+        if (start > 0 && startAt[start - 1] >= 0) {
+            int before = startAt[start - 1];
+            removeFreeRun(before, start - before);
+            start = before;
+        }
+        if (end < pages && lengthAt[end] > 0) {
+            int afterLength = lengthAt[end];
+            removeFreeRun(end, afterLength);
+            end += afterLength;
+        }
+        insertFreeRun(start, end - start);
+    }
+
+    void setSubpage(int runStart, Subpage subpage) {
+        subpages[runStart] = subpage;
+    }
+
+    Subpage subpageAt(int runStart) {
+        return subpages[runStart];
+    }
+
+    private int shortestFreeRunAtLeast(int length) {
+        int w = length >>> 6;
+        long bits = lengthsPresent[w] & (-1L << (length & 63));
+        while (true) {
+            if (bits != 0) {
+                return (w << 6) + Long.numberOfTrailingZeros(bits);
+            }
+            if (++w == lengthsPresent.length) {
+                return -1;
+            }
+            bits = lengthsPresent[w];
+        }
+    }
+
+    private void insertFreeRun(int start, int length) {
+        lengthAt[start] = length;
+        startAt[start + length - 1] = start;
+        int head = listHead[length];
+        next[start] = head;
+        prev[start] = -1;
+        if (head >= 0) {
+            prev[head] = start;
+        }
+        listHead[length] = start;
+        lengthsPresent[length >>> 6] |= 1L << (length & 63);
+        freePages += length;
+    }
+
+    private void removeFreeRun(int start, int length) {
+        lengthAt[start] = 0;
+        startAt[start + length - 1] = -1;
+        int n = next[start];
+        int p = prev[start];
+        if (p >= 0) {
+            next[p] = n;
+        } else {
+            listHead[length] = n;
+            if (n < 0) {
+                lengthsPresent[length >>> 6] &= ~(1L << (length & 63));
+            }
+        }
+        if (n >= 0) {
+            prev[n] = p;
+        }
+        freePages -= length;
+    }
+}

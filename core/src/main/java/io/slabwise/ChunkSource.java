@@ -1,0 +1,32 @@
+package io.slabwise;
+
+/**
+ * Where a pool takes native memory from, and gives it back to: the only place
+ * memory crosses between the pool and the operating system.
+ *
+ * <p>The pool calls {@link #allocate} for each new chunk and for each huge
+ * allocation, and {@link #release} when that memory is given back. Calls may
+ * come from any thread, concurrently.
+ */
+public interface ChunkSource {
+
+    /**
+     * Takes {@code size} bytes of native memory.
+     *
+     * @param size a positive size in bytes
+     * @return the new region
+     * @throws OutOfMemoryError when the memory cannot be had
+     */
+    NativeRegion allocate(int size);
+
+    /** Gives a region back; it must have come from this source and is not used afterwards. */
+    void release(NativeRegion region);
+
+    /**
+     * The default source: direct {@link java.nio.ByteBuffer}s, freed eagerly
+     * when released rather than when the garbage collector finds them.
+     */
+    static ChunkSource direct() {
+        return DirectChunkSource.INSTANCE;
+    }
+}

@@ -1,0 +1,219 @@
+package io.slabwise;
+
+import java.util.Locale;
+
+/**
+ * An immutable snapshot of a {@link MemoryPool}: what live allocations asked
+ * for (<em>requested</em>), what the pool set aside for them (<em>reserved</em>),
+ * what it holds from the operating system (<em>committed</em>), and how its
+ * chunks are used.
+ *
+ * <p>Each arena is read under its own lock and the accounting totals are read
+ * consistently per thread, but the parts are taken one after another: while
+ * other threads allocate, derived figures such as {@link #cachedBytes()} are
+ * approximate. When the pool is quiet every figure is exact.
+ */
+public final class PoolStats {
+
+    private final long requested;
+    private final long reserved;
+    private final long committed;
+    private final long hugeCommitted;
+    private final long hugeAllocations;
+    private final long allocations;
+    private final long releases;
+    private final int chunkSize;
+    private final ArenaSnapshot[] arenas;
+
+    PoolStats(long requested, long reserved, long committed, long hugeCommitted, long hugeAllocations,
+              long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas) {
+        this.requested = requested;
+        this.reserved = reserved;
+        this.committed = committed;
+        this.hugeCommitted = hugeCommitted;
+        this.hugeAllocations = hugeAllocations;
+        this.allocations = allocations;
+        this.releases = releases;
+        this.chunkSize = chunkSize;
+        this.arenas = arenas;
+    }
+
+    /** Bytes live allocations asked for. */
+    public long requestedBytes() {
+        return requested;
+    }
+
+    /** Bytes set aside for live allocations (size classes; page-rounded for huge ones). */
+    public long reservedBytes() {
+        return reserved;
+    }
+
+    /** Native memory held from the chunk source: chunks (used, free or idle) and huge regions. */
+    public long committedBytes() {
+        return committed;
+    }
+
+    /** The part of {@link #committedBytes()} held by huge regions. */
+    public long hugeCommittedBytes() {
+        return hugeCommitted;
+    }
+
+    /** Live huge allocations. */
+    public long hugeAllocations() {
+        return hugeAllocations;
+    }
+
+    /** Allocations made since the pool was built. */
+    public long allocations() {
+        return allocations;
+    }
+
+    /** Releases since the pool was built. */
+    public long releases() {
+        return releases;
+    }
+
+    /** Allocations not yet released. */
+    public long liveAllocations() {
+        return allocations - releases;
+    }
+
+    /** Pooled chunks (huge regions excluded). */
+    public int chunks() {
+        int n = 0;
+        for (ArenaSnapshot a : arenas) {
+            n += a.chunks();
+        }
+        return n;
+    }
+
+    /** Chunks with nothing allocated, kept for reuse. */
+    public int idleChunks() {
+        int n = 0;
+        for (ArenaSnapshot a : arenas) {
+            n += a.idleChunks();
+        }
+        return n;
+    }
+
+    /** Chunks ever taken from the chunk source. */
+    public long chunksAllocated() {
+        long n = 0;
+        for (ArenaSnapshot a : arenas) {
+            n += a.chunksAllocated();
+        }
+        return n;
+    }
+
+    /** Chunks ever given back to the chunk source. */
+    public long chunksReleased() {
+        long n = 0;
+        for (ArenaSnapshot a : arenas) {
+            n += a.chunksReleased();
+        }
+        return n;
+    }
+
+    /** Bytes handed out of chunks but sitting in thread caches or remote-free queues, not in live buffers. */
+    public long cachedBytes() {
+        long used = 0;
+        for (ArenaSnapshot a : arenas) {
+            used += a.usedBytes();
+        }
+        return Math.max(0, used - (reserved - hugeCommitted));
+    }
+
+    /** The number of arenas. */
+    public int arenaCount() {
+        return arenas.length;
+    }
+
+    /** The chunk size in bytes. */
+    public int chunkSize() {
+        return chunkSize;
+    }
+
+    /** For every pooled chunk, arena by arena, the percentage of its bytes handed out. */
+    public int[] chunkUsePercent() {
+        int[] all = new int[chunks()];
+        int i = 0;
+        for (ArenaSnapshot a : arenas) {
+            for (int p : a.chunkUsePercent()) {
+                all[i++] = p;
+            }
+        }
+        return all;
+    }
+
+    /** 1 - requested/reserved: what size-class rounding wastes; 0 when nothing is live. */
+    public double internalFragmentation() {
+        return reserved == 0 ? 0 : 1 - (double) requested / reserved;
+    }
+
+    /** 1 - reserved/committed: committed memory not set aside for live allocations; 0 when nothing is committed. */
+    public double externalFragmentation() {
+        return committed == 0 ? 0 : 1 - (double) reserved / committed;
+    }
+
+    /** committed/requested: native bytes held per byte asked for; 0 when nothing is live. */
+    public double overhead() {
+        return requested == 0 ? 0 : (double) committed / requested;
+    }
+
+    /** A one-line summary for a periodic log line. */
+    public String summary() {
+        return String.format(Locale.ROOT,
+                "requested=%s reserved=%s committed=%s chunks=%d idle=%d huge=%d internal=%.1f%% external=%.1f%% overhead=%.2fx",
+                bytes(requested), bytes(reserved), bytes(committed), chunks(), idleChunks(), hugeAllocations,
+                internalFragmentation() * 100, externalFragmentation() * 100, overhead());
+    }
+
+    /**
+     * A multi-line report: the summary, then one line per arena with a map of
+     * its chunks, one character each: {@code .} idle, {@code 1}-{@code 9} the
+     * tens of percent in use, {@code #} full.
+     */
+    public String report() {
+        StringBuilder sb = new StringBuilder(summary()).append('\n');
+        for (ArenaSnapshot a : arenas) {
+            sb.append(String.format(Locale.ROOT, "  arena %2d threads=%d chunks=%d idle=%d used=%s [",
+                    a.index(), a.threads(), a.chunks(), a.idleChunks(), bytes(a.usedBytes())));
+            for (int p : a.chunkUsePercent()) {
+                sb.append(occupancyChar(p));
+            }
+            sb.append("]\n");
+        }
+        return sb.toString();
+    }
+
+    static char occupancyChar(int percent) {
+        if (percent <= 0) {
+            return '.';
+        }
+        if (percent >= 100) {
+            return '#';
+        }
+        return (char) ('0' + Math.max(1, percent / 10));
+    }
+
+    /** Formats a byte count with a binary unit, e.g. {@code 1.5 MiB}. */
+    public static String bytes(long bytes) {
+        long abs = Math.abs(bytes);
+        if (abs < 1024) {
+            return bytes + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double value = bytes;
+        int unit = -1;
+        while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+            value /= 1024;
+            unit++;
+        }
+        return String.format(Locale.ROOT, "%.1f %s", value, units[unit]);
+    }
+
+    @Override
+    public String toString() {
+        return summary();
+    }
+}

@@ -1,0 +1,34 @@
+/**
+ * The Slabwise memory engine: native memory in fixed-size chunks, carved into
+ * runs and subpages, with thread caches and exact accounting. No Netty here.
+ *
+ * <h2>Public front</h2>
+ * {@link io.slabwise.MemoryPool} (built from a {@link io.slabwise.PoolConfig}),
+ * {@link io.slabwise.Allocation}, {@link io.slabwise.PoolStats} and the
+ * {@link io.slabwise.ChunkSource} plug-in point. Everything else is
+ * package-private.
+ *
+ * <h2>Who owns what (the concurrency contract)</h2>
+ * <ul>
+ *   <li><b>Arena</b> state (its chunks, their free-run indexes, subpages and
+ *       bitmaps, its statistics) is read and written only under the arena's
+ *       monitor.</li>
+ *   <li><b>ThreadCache</b> stacks belong to their owning thread. Other threads
+ *       never touch them, with one exception: after the owner is observed dead
+ *       through {@code Thread.isAlive()} (which orders all of its actions before
+ *       the observation), the pool flushes them. Live owners are asked to flush
+ *       through a volatile flag.</li>
+ *   <li><b>Accounting</b> counters in a ThreadCache are single-writer: the owner
+ *       writes them with release stores inside an odd/even version bracket, and
+ *       readers load them with acquire loads, retrying while the version is odd or
+ *       changes.</li>
+ *   <li><b>Cross-thread release</b>: a thread that frees memory of an arena it is
+ *       not bound to hands it over through that arena's
+ *       {@code RemoteFreeQueue} (CAS to claim a slot, release store to publish),
+ *       which the arena drains under its lock; when the queue is full, the thread
+ *       takes the arena's lock instead. No lock is global.</li>
+ *   <li><b>Committed</b> bytes are an atomic counter changed only when a region
+ *       is taken from or given back to the chunk source.</li>
+ * </ul>
+ */
+package io.slabwise;

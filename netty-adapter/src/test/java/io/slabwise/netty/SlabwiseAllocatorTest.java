@@ -1,0 +1,263 @@
+package io.slabwise.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.util.IllegalReferenceCountException;
+import io.slabwise.PoolStats;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The allocator's size paths, buffer kinds, exact accounting and bad-input handling, on one thread. */
+class SlabwiseAllocatorTest {
+
+    private static final int CHUNK = 1 << 20;
+
+    private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(2).build();
+
+    @AfterEach
+    void nothingLeaked() {
+        PoolStats stats = allocator.stats();
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.reservedBytes(), stats::report);
+        assertEquals(0, stats.liveAllocations(), stats::report);
+        allocator.trim();
+        assertEquals(0, allocator.stats().committedBytes(), () -> allocator.stats().report());
+    }
+
+    /** Every size path: zero, small (subpage), run, class boundaries, exactly a chunk, huge. */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 15, 16, 17, 127, 128, 129, 1000, 1024, 4096, 8191, 8192, 8193, 12345, 65535, 65536,
+            65537, 300_000, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 17})
+    void directBufferHasExactCapacityAndIsAccounted(int capacity) {
+        ByteBuf buf = allocator.directBuffer(capacity);
+        try {
+            assertEquals(capacity, buf.capacity());
+            assertTrue(buf.isDirect());
+            assertEquals(Integer.MAX_VALUE, buf.maxCapacity());
+            PoolStats stats = allocator.stats();
+            assertEquals(capacity, stats.requestedBytes());
+            assertEquals(allocator.pool().reservedSizeFor(capacity), stats.reservedBytes());
+            assertTrue(stats.reservedBytes() >= Math.max(capacity, 1));
+            assertTrue(stats.committedBytes() >= stats.reservedBytes());
+            if (capacity > 0) {
+                buf.setByte(capacity - 1, 0xa5).setByte(0, 0x5a);
+                assertEquals(0x5a, buf.getUnsignedByte(0));
+                assertEquals(capacity == 1 ? 0x5a : 0xa5, buf.getUnsignedByte(capacity - 1));
+                assertThrows(IndexOutOfBoundsException.class, () -> buf.getByte(capacity));
+            }
+        } finally {
+            assertTrue(buf.release());
+        }
+    }
+
+    @Test
+    void reservedStaysWithinOneEighthOfRequested() {
+        for (int size = 129; size <= CHUNK; size += 977) {
+            int reserved = allocator.pool().reservedSizeFor(size);
+            assertTrue(reserved >= size && reserved <= size + size / 8, size + " -> " + reserved);
+        }
+    }
+
+    @Test
+    void heapBufferIsAHeapBufferOfTheAllocator() {
+        ByteBuf heap = allocator.heapBuffer(100, 1000);
+        assertFalse(heap.isDirect());
+        assertTrue(heap.hasArray());
+        assertEquals(100, heap.capacity());
+        assertEquals(1000, heap.maxCapacity());
+        assertEquals(allocator, heap.alloc());
+        assertTrue(allocator.metric().usedHeapMemory() >= 100);
+        heap.release();
+        assertEquals(0, allocator.metric().usedHeapMemory());
+        assertEquals(0, allocator.stats().requestedBytes(), "heap buffers do not use the pool");
+    }
+
+    @Test
+    void ioAndDefaultBuffersAreDirect() {
+        ByteBuf io = allocator.ioBuffer(512);
+        ByteBuf plain = allocator.buffer(512);
+        assertTrue(io.isDirect());
+        assertTrue(plain.isDirect());
+        assertEquals(1024, allocator.stats().requestedBytes());
+        io.release();
+        plain.release();
+    }
+
+    @Test
+    void compositeBufferOfPooledComponents() {
+        CompositeByteBuf composite = allocator.compositeDirectBuffer();
+        for (int i = 0; i < 5; i++) {
+            ByteBuf part = allocator.directBuffer(1000);
+            part.writeZero(1000);
+            composite.addComponent(true, part);
+        }
+        assertEquals(5000, composite.readableBytes());
+        assertEquals(5000, allocator.stats().requestedBytes());
+        composite.setInt(998, 0x01020304);
+        assertEquals(0x01020304, composite.getInt(998));
+        assertTrue(composite.release());
+    }
+
+    @Test
+    void capacityGrowthMovesThroughThePoolAndKeepsContent() {
+        ByteBuf buf = allocator.directBuffer(100, 100_000);
+        for (int i = 0; i < 100; i++) {
+            buf.writeByte(i);
+        }
+        buf.capacity(110); // same size class: stays in place
+        assertEquals(110, allocator.stats().requestedBytes());
+        buf.writeBytes(new byte[20_000]); // grows through the pool
+        assertTrue(buf.capacity() >= 20_100);
+        for (int i = 0; i < 100; i++) {
+            assertEquals(i, buf.getByte(i));
+        }
+        assertEquals(buf.capacity(), allocator.stats().requestedBytes());
+        buf.capacity(50);
+        assertEquals(50, buf.capacity());
+        assertEquals(50, buf.writerIndex());
+        assertEquals(50, allocator.stats().requestedBytes());
+        assertEquals(49, buf.getByte(49));
+        buf.release();
+    }
+
+    @Test
+    void badCapacitiesAreRejectedClearly() {
+        IllegalArgumentException negative = assertThrows(IllegalArgumentException.class, () -> allocator.directBuffer(-1));
+        assertTrue(negative.getMessage().contains("-1"), negative.getMessage());
+        IllegalArgumentException inverted = assertThrows(IllegalArgumentException.class, () -> allocator.directBuffer(10, 5));
+        assertTrue(inverted.getMessage().contains("10") && inverted.getMessage().contains("5"), inverted.getMessage());
+        ByteBuf buf = allocator.directBuffer(10, 20);
+        assertThrows(IllegalArgumentException.class, () -> buf.capacity(21));
+        assertThrows(IndexOutOfBoundsException.class, () -> buf.writeZero(21));
+        assertEquals(10, buf.capacity());
+        buf.release();
+    }
+
+    @Test
+    void doubleReleaseAndUseAfterReleaseThrowWithoutTouchingTheNextBuffer() {
+        ByteBuf first = allocator.directBuffer(64);
+        first.writeLong(42);
+        assertTrue(first.release());
+        ByteBuf second = allocator.directBuffer(64); // likely the same memory, from the thread cache
+        second.writeLong(7);
+        assertThrows(IllegalReferenceCountException.class, first::release);
+        assertThrows(IllegalReferenceCountException.class, () -> first.getLong(0));
+        assertThrows(IllegalReferenceCountException.class, () -> first.setLong(0, 99));
+        assertThrows(IllegalReferenceCountException.class, () -> first.writeByte(1));
+        assertThrows(IllegalReferenceCountException.class, first::memoryAddress);
+        assertThrows(IllegalReferenceCountException.class, () -> first.nioBuffer(0, 8));
+        assertThrows(IllegalReferenceCountException.class, first::retain);
+        assertEquals(7, second.getLong(0), "the next owner's bytes are untouched");
+        assertEquals(1, second.refCnt());
+        second.release();
+    }
+
+    @Test
+    void recyclingModeReusesBufferObjectsAndStaysExact() {
+        SlabwiseAllocator recycling = SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(1).recycleBuffers(true).build();
+        ByteBuf a = recycling.directBuffer(256);
+        a.writeInt(1);
+        a.markReaderIndex();
+        a.readInt();
+        a.release();
+        ByteBuf b = recycling.directBuffer(300);
+        assertEquals(0, b.readerIndex());
+        assertEquals(0, b.writerIndex());
+        assertEquals(300, b.capacity());
+        assertEquals(1, b.refCnt());
+        b.writeInt(2);
+        b.resetReaderIndex();
+        assertEquals(0, b.readerIndex(), "no mark survives recycling");
+        assertEquals(300, recycling.stats().requestedBytes());
+        b.release();
+        assertEquals(0, recycling.stats().requestedBytes());
+        recycling.trim();
+        assertEquals(0, recycling.stats().committedBytes());
+    }
+
+    /**
+     * A seeded random workload of allocations, writes, capacity changes and
+     * releases: after every step the pool's requested and reserved bytes equal
+     * the sums over live buffers, exactly.
+     */
+    @Test
+    void accountingIsExactAfterRandomWorkload() {
+        Random random = new Random(20261122);
+        List<ByteBuf> live = new ArrayList<>();
+        for (int step = 0; step < 5000; step++) {
+            if (live.isEmpty() || random.nextInt(100) < 55) {
+                int size = randomSize(random);
+                ByteBuf buf = allocator.directBuffer(size, Math.max(size, 1) * 4);
+                buf.writerIndex(0);
+                live.add(buf);
+            } else if (random.nextInt(100) < 20) {
+                ByteBuf buf = live.get(random.nextInt(live.size()));
+                int newCapacity = random.nextInt(buf.maxCapacity() + 1);
+                buf.capacity(newCapacity);
+                assertEquals(newCapacity, buf.capacity());
+            } else {
+                live.remove(random.nextInt(live.size())).release();
+            }
+            if (step % 97 == 0) {
+                assertAccounting(live);
+            }
+        }
+        assertAccounting(live);
+        live.forEach(ByteBuf::release);
+    }
+
+    private void assertAccounting(List<ByteBuf> live) {
+        long requested = 0;
+        long reserved = 0;
+        for (ByteBuf buf : live) {
+            requested += buf.capacity();
+            reserved += allocator.pool().reservedSizeFor(buf.capacity());
+        }
+        PoolStats stats = allocator.stats();
+        assertEquals(requested, stats.requestedBytes());
+        assertEquals(reserved, stats.reservedBytes());
+        assertEquals(live.size(), stats.liveAllocations());
+        assertTrue(stats.committedBytes() >= stats.reservedBytes());
+    }
+
+    static int randomSize(Random random) {
+        switch (random.nextInt(10)) {
+            case 0:
+                return random.nextInt(17);
+            case 1:
+            case 2:
+            case 3:
+            case 4:
+                return 1 + random.nextInt(2048);
+            case 5:
+            case 6:
+            case 7:
+                return 1 + random.nextInt(70_000);
+            case 8:
+                return 1 + random.nextInt(CHUNK);
+            default:
+                return CHUNK + 1 + random.nextInt(CHUNK);
+        }
+    }
+
+    @Test
+    void metricReportsCommittedDirectMemory() {
+        ByteBuf buf = allocator.directBuffer(1000);
+        assertEquals(allocator.stats().committedBytes(), allocator.metric().usedDirectMemory());
+        assertTrue(allocator.metric().usedDirectMemory() >= CHUNK);
+        assertInstanceOf(io.netty.buffer.ByteBufAllocatorMetric.class, allocator.metric());
+        buf.release();
+    }
+}
