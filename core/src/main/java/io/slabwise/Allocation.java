@@ -18,6 +18,11 @@ import java.nio.ByteBuffer;
 public final class Allocation {
 
     Chunk chunk;
+    Category category;
+    /** Who takes the memory back when it is not a plain pool allocation; null for those. */
+    Releaser releaser;
+    /** The releaser's own record of the allocation (e.g. the slab chunk a slice came from). */
+    Object releaserToken;
     long handle;
     int sizeIndex;
     int requested;
@@ -54,6 +59,11 @@ public final class Allocation {
         return offset;
     }
 
+    /** The category the memory is accounted to. */
+    public Category category() {
+        return category;
+    }
+
     /** The bytes the caller asked for. */
     public int requestedBytes() {
         return requested;
@@ -66,6 +76,9 @@ public final class Allocation {
 
     void clear() {
         chunk = null;
+        category = null;
+        releaser = null;
+        releaserToken = null;
         handle = 0;
         sizeIndex = 0;
         requested = 0;
@@ -77,7 +90,7 @@ public final class Allocation {
     @Override
     public String toString() {
         return isLive()
-                ? "Allocation(requested=" + requested + ", reserved=" + reserved + ", offset=" + offset + ')'
+                ? "Allocation(" + category + ", requested=" + requested + ", reserved=" + reserved + ", offset=" + offset + ')'
                 : "Allocation(free)";
     }
 }

@@ -97,6 +97,16 @@ final class Arena {
         out.handle = handle;
     }
 
+    /** Takes a run of exactly {@code runPages} pages, whatever the size classes; fills {@code out}'s chunk and handle. */
+    synchronized void allocateRun(int runPages, Allocation out) {
+        remoteFrees.drain(this);
+        Chunk chunk = chunkWithRun(runPages);
+        out.chunk = chunk;
+        out.handle = chunk.allocateRun(runPages);
+        chunk.usedBytes += (long) runPages << pageShift;
+        usedBytes += (long) runPages << pageShift;
+    }
+
     /** Frees memory of this arena; the caller holds no arena lock. */
     synchronized void free(Chunk chunk, long handle) {
         remoteFrees.drain(this);

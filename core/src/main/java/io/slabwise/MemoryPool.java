@@ -1,8 +1,10 @@
 package io.slabwise;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -44,8 +46,12 @@ public final class MemoryPool {
     private final ThreadLocal<ThreadCache> caches = new ThreadLocal<>();
     /** Every live thread cache; guarded by itself. */
     private final List<ThreadCache> registry = new ArrayList<>();
-    /** Counts folded in from caches of dead threads: requested, reserved, allocations, releases. */
-    private final long[] retiredCounts = new long[4];
+    /** Counters folded in from caches of dead threads, laid out as in a thread cache; guarded by the registry. */
+    private long[] retiredCounts = new long[ThreadCache.FIELDS * 4];
+    private final ConcurrentHashMap<String, Category> categoriesByName = new ConcurrentHashMap<>();
+    /** Categories by id; replaced by a longer copy when one is added (under {@code categoriesByName}'s lock). */
+    private volatile Category[] categories = new Category[0];
+    private final Category defaultCategory;
     private final AtomicLong committed = new AtomicLong();
     private final AtomicLong hugeCommitted = new AtomicLong();
     private final AtomicLong hugeCount = new AtomicLong();
@@ -59,6 +65,91 @@ public final class MemoryPool {
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(this, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity());
         }
+        this.defaultCategory = category(Category.DEFAULT_NAME);
+    }
+
+    /**
+     * The category with this name, created on first use. Cheap after the first
+     * call for a name; any thread.
+     *
+     * @throws IllegalArgumentException when the name is not a valid category name
+     */
+    public Category category(String name) {
+        Category existing = categoriesByName.get(name);
+        if (existing != null) {
+            return existing;
+        }
+        Category.checkName(name);
+        synchronized (categoriesByName) {
+            existing = categoriesByName.get(name);
+            if (existing != null) {
+                return existing;
+            }
+            Category[] current = categories;
+            Category created = new Category(this, name, current.length);
+            Category[] grown = Arrays.copyOf(current, current.length + 1);
+            grown[created.id] = created;
+            categories = grown;
+            categoriesByName.put(name, created);
+            return created;
+        }
+    }
+
+    /**
+     * The general pool (size classes, runs, subpages, huge regions) for the
+     * category with this name, created on first use.
+     */
+    public Allocator allocator(String categoryName) {
+        return category(categoryName).allocator;
+    }
+
+    /** The general pool for a category of this pool. */
+    public Allocator allocator(Category category) {
+        checkCategory(category);
+        return category.allocator;
+    }
+
+    /**
+     * A sequential allocator (FIFO slab) for the named category, with one
+     * stripe per available processor and requests up to the pool's largest.
+     */
+    public SequentialAllocator sequential(String categoryName) {
+        return sequential(categoryName, Runtime.getRuntime().availableProcessors(), maxRequest());
+    }
+
+    /**
+     * A sequential allocator (FIFO slab) for the named category.
+     *
+     * @param stripes    how many independently locked current chunks; threads pick one by id
+     * @param maxRequest the largest request it accepts; larger ones fail with {@link IllegalArgumentException}
+     */
+    public SequentialAllocator sequential(String categoryName, int stripes, int maxRequest) {
+        return new SequentialAllocator(this, category(categoryName), stripes, Math.min(maxRequest, maxRequest()));
+    }
+
+    /** A block pool of 1 MiB blocks (or the chunk size, if smaller) for the named category. */
+    public BlockPool blocks(String categoryName) {
+        return blocks(categoryName, Math.min(1 << 20, chunkSize()), Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * A block pool for the named category.
+     *
+     * @param blockSize a power of two from 8 KiB to the chunk size
+     * @param stripes   independently locked groups of block chunks; threads pick one by id
+     */
+    public BlockPool blocks(String categoryName, int blockSize, int stripes) {
+        return new BlockPool(this, category(categoryName), blockSize, stripes);
+    }
+
+    /** The category of allocations made without one ({@value Category#DEFAULT_NAME}). */
+    public Category defaultCategory() {
+        return defaultCategory;
+    }
+
+    /** Every category created so far, in order of creation. */
+    public List<Category> categories() {
+        return List.of(categories);
     }
 
     /** The configuration this pool was built with. */
@@ -85,15 +176,34 @@ public final class MemoryPool {
      * @throws IllegalStateException    when {@code out} already holds live memory
      */
     public void allocate(int requested, Allocation out) {
+        allocate(defaultCategory, requested, out);
+    }
+
+    /**
+     * Allocates {@code requested} bytes for {@code category} into {@code out},
+     * which must not be live.
+     *
+     * @throws IllegalArgumentException for a negative or oversized request, or a category of another pool
+     * @throws IllegalStateException    when {@code out} already holds live memory
+     */
+    public void allocate(Category category, int requested, Allocation out) {
         checkRequest(requested);
+        checkCategory(category);
         if (out.isLive()) {
             throw new IllegalStateException("the allocation holder is still live: " + out);
         }
         ThreadCache cache = threadCache();
         if (requested > sizes.chunkSize()) {
-            allocateHuge(cache, requested, out);
+            allocateHuge(cache, category, requested, out);
         } else {
-            cache.allocate(requested, out);
+            cache.allocate(category, requested, out);
+        }
+    }
+
+    private void checkCategory(Category category) {
+        Category[] known = categories;
+        if (category.id >= known.length || known[category.id] != category) {
+            throw new IllegalArgumentException("category " + category + " belongs to another pool");
         }
     }
 
@@ -107,10 +217,15 @@ public final class MemoryPool {
         if (chunk == null) {
             throw new IllegalStateException("double free: the allocation holds no live memory");
         }
+        ThreadCache cache = threadCache();
+        cache.countRelease(allocation.category, allocation.requested, allocation.reserved);
+        if (allocation.releaser != null) {
+            allocation.releaser.release(allocation);
+            allocation.clear();
+            return;
+        }
         long handle = allocation.handle;
         int sizeIndex = allocation.sizeIndex;
-        ThreadCache cache = threadCache();
-        cache.countRelease(allocation.requested, allocation.reserved);
         allocation.clear();
         if (chunk.huge) {
             freeHuge(chunk);
@@ -132,18 +247,72 @@ public final class MemoryPool {
         if (newRequested < 0 || newRequested > allocation.reserved) {
             return false;
         }
+        if (allocation.releaser != null) {
+            if (!allocation.releaser.resizeInPlace(allocation, newRequested)) {
+                return false;
+            }
+            threadCache().countResize(allocation.category, (long) newRequested - allocation.requested);
+            allocation.requested = newRequested;
+            return true;
+        }
         boolean sameClass = allocation.chunk.huge
                 ? roundToPage(Math.max(newRequested, sizes.chunkSize() + 1)) == allocation.reserved
                 : SizeClasses.indexOf(Math.max(1, newRequested)) == allocation.sizeIndex;
         if (!sameClass) {
             return false;
         }
-        threadCache().countResize((long) newRequested - allocation.requested);
+        threadCache().countResize(allocation.category, (long) newRequested - allocation.requested);
         allocation.requested = newRequested;
         return true;
     }
 
-    private void allocateHuge(ThreadCache cache, int requested, Allocation out) {
+    /**
+     * Takes a whole chunk (an idle one if an arena has it) for a specialised
+     * allocator. The chunk counts as committed but not as requested or reserved:
+     * the specialised allocator accounts what it carves from it.
+     */
+    void acquireChunk(Allocation out) {
+        ThreadCache cache = threadCache();
+        cache.arena.allocate(sizes.count() - 1, out);
+        out.sizeIndex = sizes.count() - 1;
+        out.offset = 0;
+        out.address = out.chunk.region.address();
+        out.requested = 0;
+        out.reserved = 0;
+    }
+
+    /** Gives back a chunk taken with {@link #acquireChunk}. */
+    void releaseChunk(Allocation chunk) {
+        chunk.chunk.arena.free(chunk.chunk, chunk.handle);
+        chunk.clear();
+    }
+
+    /**
+     * Allocates a run of exactly {@code pages} pages for {@code category},
+     * accounted as {@code requested} bytes asked for and the pages reserved.
+     * Not cached by thread caches; freed by {@link #free}.
+     */
+    void allocatePages(Category category, int pages, int requested, Allocation out) {
+        ThreadCache cache = threadCache();
+        cache.arena.allocateRun(pages, out);
+        out.sizeIndex = -1;
+        out.offset = (int) out.chunk.offset(out.handle);
+        out.address = out.chunk.region.address() + out.offset;
+        out.category = category;
+        out.requested = requested;
+        out.reserved = pages * config.pageSize();
+        cache.countAllocation(category, requested, out.reserved);
+    }
+
+    void countAllocation(Category category, int requested, int reserved) {
+        threadCache().countAllocation(category, requested, reserved);
+    }
+
+    SizeClasses sizes() {
+        return sizes;
+    }
+
+    private void allocateHuge(ThreadCache cache, Category category, int requested, Allocation out) {
         int size = roundToPage(requested);
         Chunk chunk = new Chunk(cache.arena, commit(size));
         hugeCommitted.addAndGet(size);
@@ -154,9 +323,10 @@ public final class MemoryPool {
         out.sizeIndex = -1;
         out.offset = 0;
         out.address = chunk.region.address();
+        out.category = category;
         out.requested = requested;
         out.reserved = size;
-        cache.countAllocation(requested, size);
+        cache.countAllocation(category, requested, size);
     }
 
     private void freeHuge(Chunk chunk) {
@@ -233,6 +403,7 @@ public final class MemoryPool {
                 ThreadCache cache = registry.get(i);
                 if (cache.isOwnerDead()) {
                     registry.remove(i);
+                    retiredCounts = Arrays.copyOf(retiredCounts, Math.max(retiredCounts.length, counterLength()));
                     cache.addCountsTo(retiredCounts);
                     dead.add(cache);
                 }
@@ -273,12 +444,12 @@ public final class MemoryPool {
 
     /** Bytes live allocations asked for. */
     public long requestedBytes() {
-        return counts()[0];
+        return total(counters(), ThreadCache.REQUESTED);
     }
 
     /** Bytes set aside for live allocations (their size classes). */
     public long reservedBytes() {
-        return counts()[1];
+        return total(counters(), ThreadCache.RESERVED);
     }
 
     /** Native memory currently taken from the chunk source. */
@@ -286,17 +457,30 @@ public final class MemoryPool {
         return committed.get();
     }
 
-    private long[] counts() {
-        long[] totals = new long[4];
+    private int counterLength() {
+        return categories.length * ThreadCache.FIELDS;
+    }
+
+    /** Every counter, per category, summed over live and dead threads. */
+    private long[] counters() {
         synchronized (registry) {
-            for (int i = 0; i < totals.length; i++) {
+            long[] totals = new long[counterLength()];
+            for (int i = 0; i < Math.min(totals.length, retiredCounts.length); i++) {
                 totals[i] = retiredCounts[i];
             }
             for (ThreadCache cache : registry) {
                 cache.addCountsTo(totals);
             }
+            return totals;
         }
-        return totals;
+    }
+
+    private static long total(long[] counters, int field) {
+        long sum = 0;
+        for (int i = field; i < counters.length; i += ThreadCache.FIELDS) {
+            sum += counters[i];
+        }
+        return sum;
     }
 
     /** A snapshot of the pool's accounting and its chunks. */
@@ -306,9 +490,20 @@ public final class MemoryPool {
         for (int i = 0; i < arenas.length; i++) {
             arenaSnapshots[i] = arenas[i].snapshot();
         }
-        long[] totals = counts();
-        return new PoolStats(totals[0], totals[1], committed.get(), hugeCommitted.get(), hugeCount.get(),
-                totals[2], totals[3], sizes.chunkSize(), arenaSnapshots);
+        Category[] known = categories;
+        long[] counters = counters();
+        List<CategoryStats> perCategory = new ArrayList<>(known.length);
+        for (Category category : known) {
+            int base = category.id * ThreadCache.FIELDS;
+            if (base + ThreadCache.FIELDS <= counters.length) {
+                perCategory.add(new CategoryStats(category.name(), counters[base + ThreadCache.REQUESTED],
+                        counters[base + ThreadCache.RESERVED], counters[base + ThreadCache.ALLOCATIONS],
+                        counters[base + ThreadCache.RELEASES]));
+            }
+        }
+        return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
+                committed.get(), hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
+                total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.slabwise;
 
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -24,9 +25,10 @@ public final class PoolStats {
     private final long releases;
     private final int chunkSize;
     private final ArenaSnapshot[] arenas;
+    private final List<CategoryStats> categories;
 
     PoolStats(long requested, long reserved, long committed, long hugeCommitted, long hugeAllocations,
-              long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas) {
+              long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories) {
         this.requested = requested;
         this.reserved = reserved;
         this.committed = committed;
@@ -36,6 +38,22 @@ public final class PoolStats {
         this.releases = releases;
         this.chunkSize = chunkSize;
         this.arenas = arenas;
+        this.categories = List.copyOf(categories);
+    }
+
+    /** Figures per category, in order of creation. */
+    public List<CategoryStats> categories() {
+        return categories;
+    }
+
+    /** The figures of one category, or null when the pool has no category of that name. */
+    public CategoryStats category(String name) {
+        for (CategoryStats c : categories) {
+            if (c.name().equals(name)) {
+                return c;
+            }
+        }
+        return null;
     }
 
     /** Bytes live allocations asked for. */
@@ -175,6 +193,10 @@ public final class PoolStats {
      */
     public String report() {
         StringBuilder sb = new StringBuilder(summary()).append('\n');
+        for (CategoryStats c : categories) {
+            sb.append(String.format(Locale.ROOT, "  category %-12s requested=%s reserved=%s live=%d internal=%.1f%%%n",
+                    c.name(), bytes(c.requested()), bytes(c.reserved()), c.liveBuffers(), c.internalFragmentation() * 100));
+        }
         for (ArenaSnapshot a : arenas) {
             sb.append(String.format(Locale.ROOT, "  arena %2d threads=%d chunks=%d idle=%d used=%s [",
                     a.index(), a.threads(), a.chunks(), a.idleChunks(), bytes(a.usedBytes())));

@@ -38,23 +38,25 @@ final class ThreadCache {
     static final int SWEEP_INTERVAL = 8192;
 
     private static final VarHandle VERSION;
-    private static final VarHandle REQUESTED;
-    private static final VarHandle RESERVED;
-    private static final VarHandle ALLOCATIONS;
-    private static final VarHandle RELEASES;
+    private static final VarHandle COUNTERS;
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
 
     static {
         try {
             MethodHandles.Lookup lookup = MethodHandles.lookup();
             VERSION = lookup.findVarHandle(ThreadCache.class, "version", long.class);
-            REQUESTED = lookup.findVarHandle(ThreadCache.class, "requested", long.class);
-            RESERVED = lookup.findVarHandle(ThreadCache.class, "reserved", long.class);
-            ALLOCATIONS = lookup.findVarHandle(ThreadCache.class, "allocations", long.class);
-            RELEASES = lookup.findVarHandle(ThreadCache.class, "releases", long.class);
+            COUNTERS = lookup.findVarHandle(ThreadCache.class, "counters", long[].class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
+
+    /** Counters per category, at {@code category.id * FIELDS + field}. */
+    static final int FIELDS = 4;
+    static final int REQUESTED = 0;
+    static final int RESERVED = 1;
+    static final int ALLOCATIONS = 2;
+    static final int RELEASES = 3;
 
     final MemoryPool pool;
     final Arena arena;
@@ -69,10 +71,8 @@ final class ThreadCache {
     private volatile boolean flushRequested;
 
     private long version;
-    private long requested;
-    private long reserved;
-    private long allocations;
-    private long releases;
+    /** Single-writer counters, replaced by a larger copy when a new category appears. */
+    private long[] counters = new long[FIELDS * 4];
 
     ThreadCache(MemoryPool pool, Arena arena, Thread owner, int maxCachedSize, int maxCachedBytesPerClass, int maxEntriesPerClass) {
         this.pool = pool;
@@ -92,7 +92,7 @@ final class ThreadCache {
     }
 
     /** Allocates {@code requested} bytes (at most a chunk) into {@code out}. */
-    void allocate(int requested, Allocation out) {
+    void allocate(Category category, int requested, Allocation out) {
         if (flushRequested) {
             flush();
         }
@@ -120,9 +120,10 @@ final class ThreadCache {
         out.sizeIndex = sizeIndex;
         out.offset = offset;
         out.address = chunk.region.address() + offset;
+        out.category = category;
         out.requested = requested;
         out.reserved = sizes.size(sizeIndex);
-        countAllocation(requested, out.reserved);
+        countAllocation(category, requested, out.reserved);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
@@ -135,7 +136,7 @@ final class ThreadCache {
         }
         if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle);
-        } else if (sizeIndex < cachedClasses && counts[sizeIndex] < handles[sizeIndex].length) {
+        } else if (sizeIndex >= 0 && sizeIndex < cachedClasses && counts[sizeIndex] < handles[sizeIndex].length) {
             int n = counts[sizeIndex];
             chunks[sizeIndex][n] = chunk;
             handles[sizeIndex][n] = handle;
@@ -148,46 +149,65 @@ final class ThreadCache {
         }
     }
 
-    void countAllocation(long requestedBytes, long reservedBytes) {
+    void countAllocation(Category category, long requestedBytes, long reservedBytes) {
+        long[] c = countersFor(category);
+        int base = category.id * FIELDS;
         VERSION.setRelease(this, version + 1);
-        RESERVED.setRelease(this, reserved + reservedBytes);
-        REQUESTED.setRelease(this, requested + requestedBytes);
-        ALLOCATIONS.setRelease(this, allocations + 1);
+        SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] + reservedBytes);
+        SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedBytes);
+        SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
         VERSION.setRelease(this, version + 1);
     }
 
-    void countRelease(long requestedBytes, long reservedBytes) {
+    void countRelease(Category category, long requestedBytes, long reservedBytes) {
+        long[] c = countersFor(category);
+        int base = category.id * FIELDS;
         VERSION.setRelease(this, version + 1);
-        REQUESTED.setRelease(this, requested - requestedBytes);
-        RESERVED.setRelease(this, reserved - reservedBytes);
-        RELEASES.setRelease(this, releases + 1);
+        SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] - requestedBytes);
+        SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] - reservedBytes);
+        SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
         VERSION.setRelease(this, version + 1);
     }
 
     /** Changes the requested size of a live allocation that keeps its size class. */
-    void countResize(long requestedDelta) {
+    void countResize(Category category, long requestedDelta) {
+        long[] c = countersFor(category);
+        int base = category.id * FIELDS;
         VERSION.setRelease(this, version + 1);
-        REQUESTED.setRelease(this, requested + requestedDelta);
+        SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedDelta);
         VERSION.setRelease(this, version + 1);
     }
 
+    private long[] countersFor(Category category) {
+        long[] c = counters;
+        int needed = (category.id + 1) * FIELDS;
+        if (needed > c.length) {
+            c = java.util.Arrays.copyOf(c, Math.max(needed, c.length * 2));
+            COUNTERS.setRelease(this, c);
+        }
+        return c;
+    }
+
     /**
-     * Adds this cache's accounting to {@code into}: {requested, reserved,
-     * allocations, releases}. Any thread; retries while the owner is mid-update.
+     * Adds this cache's counters to {@code into}, indexed as the counters are
+     * ({@code category id * FIELDS + field}); {@code into} must be long enough
+     * for every category the pool knows. Any thread; retries while the owner is
+     * mid-update, so the figures of one cache always belong together.
      */
     void addCountsTo(long[] into) {
+        long[] copy = new long[into.length];
         while (true) {
             long before = (long) VERSION.getAcquire(this);
-            long req = (long) REQUESTED.getAcquire(this);
-            long res = (long) RESERVED.getAcquire(this);
-            long allocs = (long) ALLOCATIONS.getAcquire(this);
-            long rels = (long) RELEASES.getAcquire(this);
+            long[] c = (long[]) COUNTERS.getAcquire(this);
+            int n = Math.min(c.length, copy.length);
+            for (int i = 0; i < n; i++) {
+                copy[i] = (long) SLOT.getAcquire(c, i);
+            }
             VarHandle.loadLoadFence();
             if ((before & 1) == 0 && (long) VERSION.getAcquire(this) == before) {
-                into[0] += req;
-                into[1] += res;
-                into[2] += allocs;
-                into[3] += rels;
+                for (int i = 0; i < n; i++) {
+                    into[i] += copy[i];
+                }
                 return;
             }
             Thread.onSpinWait();

@@ -2,14 +2,18 @@ package io.slabwise.netty;
 
 import io.netty.buffer.AbstractByteBufAllocator;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetric;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
+import io.netty.buffer.CompositeByteBuf;
+import io.slabwise.Allocator;
 import io.netty.buffer.UnpooledHeapByteBuf;
 import io.slabwise.ChunkSource;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
 
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -38,7 +42,10 @@ import java.util.concurrent.atomic.LongAdder;
 public final class SlabwiseAllocator extends AbstractByteBufAllocator implements ByteBufAllocatorMetricProvider {
 
     private final MemoryPool pool;
+    private final Allocator defaultSource;
     private final boolean recycleBuffers;
+    private final boolean preferDirect;
+    private final ConcurrentHashMap<String, CategoryByteBufAllocator> views = new ConcurrentHashMap<>();
     /** Bytes of live heap buffers' arrays. */
     private final LongAdder heapBytes = new LongAdder();
     private final Metric metric = new Metric();
@@ -47,6 +54,8 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
         super(builder.preferDirect);
         this.pool = new MemoryPool(builder.pool.build());
         this.recycleBuffers = builder.recycleBuffers;
+        this.preferDirect = builder.preferDirect;
+        this.defaultSource = pool.allocator(pool.defaultCategory());
     }
 
     /** A builder; settings start from the {@code slabwise.*} system properties (see {@link PoolConfig}). */
@@ -56,7 +65,66 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
 
     @Override
     protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
-        return toLeakAwareBuffer(SlabwiseDirectByteBuf.allocate(this, pool, initialCapacity, maxCapacity, recycleBuffers));
+        return toLeakAwareBuffer(SlabwiseDirectByteBuf.allocate(this, pool, defaultSource, initialCapacity, maxCapacity,
+                recycleBuffers));
+    }
+
+    /** A pooled direct buffer from {@code source}, tracked by the leak detector; used by the views. */
+    ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
+        return toLeakAwareBuffer(SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
+                recycleBuffers));
+    }
+
+    /** Tracks a composite buffer with the leak detector; used by the views. */
+    static CompositeByteBuf leakAware(CompositeByteBuf composite) {
+        return toLeakAwareBuffer(composite);
+    }
+
+    /**
+     * A {@link ByteBufAllocator} whose buffers are accounted to the named
+     * category (created on first use; the same view for the same name). Use one
+     * per subsystem, e.g. {@code forCategory("network")} for the bootstrap and
+     * {@code forCategory("replication")} for a replica fetcher.
+     *
+     * @throws IllegalArgumentException for an invalid category name
+     */
+    public ByteBufAllocator forCategory(String name) {
+        CategoryByteBufAllocator view = views.get(name);
+        if (view == null) {
+            view = views.computeIfAbsent(name, n -> new CategoryByteBufAllocator(this, pool.allocator(n), preferDirect));
+        }
+        return view;
+    }
+
+    /**
+     * A sequential allocator (FIFO slab) for the named category, with one stripe
+     * per available processor: slices carved from whole chunks by bumping an
+     * offset, for data freed roughly in the order it was written (a log cache).
+     */
+    public SequentialByteBufAllocator sequential(String category) {
+        return new SequentialByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category),
+                pool.sequential(category));
+    }
+
+    /**
+     * A sequential allocator with a chosen number of stripes and largest request.
+     *
+     * @see io.slabwise.SequentialAllocator
+     */
+    public SequentialByteBufAllocator sequential(String category, int stripes, int maxRequest) {
+        return new SequentialByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category),
+                pool.sequential(category, stripes, maxRequest));
+    }
+
+    /** A block pool of 1 MiB blocks for the named category: payloads become composites of fixed blocks. */
+    public BlockByteBufAllocator blocks(String category) {
+        return new BlockByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category), pool.blocks(category));
+    }
+
+    /** A block pool with a chosen block size (a power of two, 8 KiB to the chunk size) and stripe count. */
+    public BlockByteBufAllocator blocks(String category, int blockSize, int stripes) {
+        return new BlockByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category),
+                pool.blocks(category, blockSize, stripes));
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.slabwise.netty;
 import io.netty.buffer.AbstractReferenceCountedByteBuf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.slabwise.Allocator;
 import io.netty.util.Recycler;
 import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
@@ -53,8 +54,10 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     private final Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle;
     private Allocation allocation = new Allocation();
-    private SlabwiseAllocator allocator;
+    private ByteBufAllocator allocator;
     private MemoryPool pool;
+    /** Where this buffer's memory comes from, and where it moves to when it must grow. */
+    private Allocator source;
     private long address;
     private int offset;
     private int length;
@@ -68,18 +71,35 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         this.recyclerHandle = recyclerHandle;
     }
 
-    /** Allocates a buffer of {@code capacity} bytes; the caller has validated the capacities. */
-    static SlabwiseDirectByteBuf allocate(SlabwiseAllocator allocator, MemoryPool pool, int capacity, int maxCapacity,
-                                          boolean recycle) {
-        SlabwiseDirectByteBuf buf = recycle ? RECYCLER.get() : new SlabwiseDirectByteBuf(null);
-        buf.init(allocator, pool, capacity, maxCapacity);
+    /** Allocates a buffer of {@code capacity} bytes from {@code source}; the caller has validated the capacities. */
+    static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
+                                          int maxCapacity, boolean recycle) {
+        SlabwiseDirectByteBuf buf = newInstance(recycle);
+        source.allocate(capacity, buf.allocation);
+        buf.init(allocator, pool, source, maxCapacity);
         return buf;
     }
 
-    private void init(SlabwiseAllocator allocator, MemoryPool pool, int capacity, int maxCapacity) {
-        pool.allocate(capacity, allocation);
+    /**
+     * A buffer over an allocation made elsewhere (a block of a block pool, say),
+     * taking ownership of it; {@code growSource} serves it if it must grow.
+     */
+    static SlabwiseDirectByteBuf wrap(ByteBufAllocator allocator, MemoryPool pool, Allocator growSource,
+                                      Allocation allocation, int maxCapacity) {
+        SlabwiseDirectByteBuf buf = new SlabwiseDirectByteBuf(null);
+        buf.allocation = allocation;
+        buf.init(allocator, pool, growSource, maxCapacity);
+        return buf;
+    }
+
+    private static SlabwiseDirectByteBuf newInstance(boolean recycle) {
+        return recycle ? RECYCLER.get() : new SlabwiseDirectByteBuf(null);
+    }
+
+    private void init(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int maxCapacity) {
         this.allocator = allocator;
         this.pool = pool;
+        this.source = source;
         attach(allocation);
         maxCapacity(maxCapacity);
         resetRefCnt();
@@ -104,6 +124,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         pool.free(allocation);
         allocator = null;
         pool = null;
+        source = null;
         if (recyclerHandle != null) {
             recyclerHandle.recycle(this);
         } else {
@@ -130,7 +151,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         }
         if (!pool.resizeInPlace(allocation, newCapacity)) {
             Allocation moved = new Allocation();
-            pool.allocate(newCapacity, moved);
+            source.allocate(newCapacity, moved);
             int keep = Math.min(length, newCapacity);
             copy(address, moved.address(), memory, offset, moved.memory(), moved.offset(), keep);
             pool.free(allocation);

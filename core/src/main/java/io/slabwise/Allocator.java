@@ -1,0 +1,27 @@
+package io.slabwise;
+
+/**
+ * Something that hands out pool memory for one {@link Category}: the general
+ * pool ({@link MemoryPool#allocator(String)}), a {@link SequentialAllocator},
+ * or the block parts of a {@link BlockPool}. Buffers keep the allocator they
+ * came from, so that a buffer that must grow moves within the same strategy
+ * and category.
+ *
+ * <p>Memory from any allocator is freed with {@link MemoryPool#free} and
+ * resized with {@link MemoryPool#resizeInPlace}.
+ *
+ * <p>Implementations are safe to use from any thread; memory may be freed on a
+ * thread other than the one that allocated it.
+ */
+public interface Allocator {
+
+    /** The category this allocator accounts its memory to. */
+    Category category();
+
+    /**
+     * Allocates {@code requested} bytes into {@code out}, which must not be live.
+     *
+     * @throws IllegalArgumentException when the size is not one this allocator serves
+     */
+    void allocate(int requested, Allocation out);
+}

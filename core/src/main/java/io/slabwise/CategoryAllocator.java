@@ -1,0 +1,28 @@
+package io.slabwise;
+
+/** The general pool (size classes, runs, subpages, huge regions) for one category. */
+final class CategoryAllocator implements Allocator {
+
+    private final MemoryPool pool;
+    private final Category category;
+
+    CategoryAllocator(MemoryPool pool, Category category) {
+        this.pool = pool;
+        this.category = category;
+    }
+
+    @Override
+    public Category category() {
+        return category;
+    }
+
+    @Override
+    public void allocate(int requested, Allocation out) {
+        pool.allocate(category, requested, out);
+    }
+
+    @Override
+    public String toString() {
+        return "pooled(" + category + ')';
+    }
+}

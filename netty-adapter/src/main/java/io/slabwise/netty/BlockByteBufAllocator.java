@@ -1,0 +1,73 @@
+package io.slabwise.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.slabwise.Allocation;
+import io.slabwise.BlockPool;
+import io.slabwise.BlockStats;
+
+import java.util.List;
+
+/**
+ * Netty buffers from a block pool: a payload becomes a {@link CompositeByteBuf}
+ * of fixed-size blocks (1 MiB by default) plus a tail of whole pages and a
+ * last partial page, so the memory behind an LRU block cache never sees
+ * variable sizes. See {@link BlockPool}.
+ *
+ * <p>The composite has exactly the requested capacity, writer index 0, and
+ * releases every block when its reference count drops to zero. Thread-safe.
+ */
+public final class BlockByteBufAllocator {
+
+    private final SlabwiseAllocator parent;
+    private final CategoryByteBufAllocator view;
+    private final BlockPool blocks;
+
+    BlockByteBufAllocator(SlabwiseAllocator parent, CategoryByteBufAllocator view, BlockPool blocks) {
+        this.parent = parent;
+        this.view = view;
+        this.blocks = blocks;
+    }
+
+    /**
+     * A composite direct buffer of exactly {@code size} bytes made of blocks.
+     *
+     * @throws IllegalArgumentException when {@code size} is not positive
+     */
+    public ByteBuf allocate(int size) {
+        List<Allocation> parts = blocks.allocate(size);
+        CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
+        for (Allocation part : parts) {
+            ByteBuf component = SlabwiseDirectByteBuf.wrap(view, parent.pool(), blocks.generalAllocator(), part,
+                    part.requestedBytes());
+            component.writerIndex(component.capacity());
+            composite.addComponent(false, component);
+        }
+        return SlabwiseAllocator.leakAware(composite);
+    }
+
+    /** The category its buffers are accounted to. */
+    public String category() {
+        return blocks.category().name();
+    }
+
+    /** The size of one block. */
+    public int blockSize() {
+        return blocks.blockSize();
+    }
+
+    /** Chunks and blocks of this pool. */
+    public BlockStats stats() {
+        return blocks.stats();
+    }
+
+    /** Gives chunks with no block in use back to the pool; returns how many. */
+    public int trim() {
+        return blocks.trim();
+    }
+
+    @Override
+    public String toString() {
+        return blocks.toString();
+    }
+}
