@@ -20,8 +20,12 @@ public interface Allocator {
 
     /**
      * Allocates {@code requested} bytes into {@code out}, which must not be live.
+     * At the pool's ceiling or the category's quota, the category's
+     * {@link LimitPolicy} applies.
      *
+     * @return true when {@code out} was filled; false only under {@link LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException when the size is not one this allocator serves
+     * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or when a wait timed out
      */
-    void allocate(int requested, Allocation out);
+    boolean allocate(int requested, Allocation out);
 }

@@ -218,20 +218,38 @@ final class Arena {
         pool.decommit(chunk.region);
     }
 
-    /** Returns every idle chunk to the chunk source (or those idle longer than {@code idleNanos}). */
-    synchronized int trim(long idleNanos) {
+    /**
+     * Returns idle chunks to the chunk source: those idle for at least
+     * {@code idleNanos}, keeping the {@code keep} most recently idle ones.
+     * Empty subpages give their runs back first, so their chunks can go too.
+     *
+     * @return the number of chunks given back
+     */
+    synchronized int trim(long idleNanos, int keep) {
         remoteFrees.drain(this);
         releaseEmptySubpages();
         long now = System.nanoTime();
+        List<Chunk> idle = new ArrayList<>();
+        for (Chunk chunk : chunks) {
+            if (chunk.isEmpty()) {
+                idle.add(chunk);
+            }
+        }
+        idle.sort((a, b) -> Long.compare(b.idleSinceNanos, a.idleSinceNanos)); // most recently idle first
         int released = 0;
-        for (int i = chunks.size() - 1; i >= 0; i--) {
-            Chunk chunk = chunks.get(i);
-            if (chunk.isEmpty() && now - chunk.idleSinceNanos >= idleNanos) {
+        for (int i = keep; i < idle.size(); i++) {
+            Chunk chunk = idle.get(i);
+            if (now - chunk.idleSinceNanos >= idleNanos) {
                 releaseChunk(chunk);
                 released++;
             }
         }
         return released;
+    }
+
+    /** Chunks with nothing allocated. */
+    synchronized int idleChunkCount() {
+        return idleChunks;
     }
 
     /** Gives the runs of subpages with no element in use back to their chunks, the last of each class included. */

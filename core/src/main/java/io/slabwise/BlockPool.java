@@ -79,49 +79,94 @@ public final class BlockPool implements Releaser {
      * Allocates the parts of a payload of {@code size} bytes: whole blocks, then
      * the tail. The returned allocations are live and each must be freed with
      * {@link MemoryPool#free}; together they hold exactly {@code size} bytes of
-     * requested capacity.
+     * requested capacity. At a limit the category's policy applies to the
+     * payload as a whole: no part is kept unless all could be had.
      *
+     * @return the parts, or null at a limit under {@link LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException when {@code size} is not positive
+     * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or when a wait timed out
      */
     public List<Allocation> allocate(int size) {
         if (size <= 0) {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
-        int blocks = size / blockSize;
-        int tail = size - blocks * blockSize;
-        int tailPages = tail / pageSize;
-        int lastBytes = tail - tailPages * pageSize;
-        List<Allocation> parts = new ArrayList<>(blocks + 2);
-        try {
-            for (int i = 0; i < blocks; i++) {
-                Allocation block = new Allocation();
-                allocateBlock(block);
-                parts.add(block);
+        PayloadAttempt attempt = new PayloadAttempt();
+        int refusal = attempt.tryOnce(category, size, null);
+        if (refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, size, new Allocation(), refusal)) {
+            return attempt.parts;
+        }
+        return null;
+    }
+
+    /** All the parts of one payload, or none of them. */
+    private final class PayloadAttempt implements MemoryPool.Attempt {
+        List<Allocation> parts;
+
+        @Override
+        public int tryOnce(Category c, int size, Allocation unused) {
+            int blocks = size / blockSize;
+            int tail = size - blocks * blockSize;
+            int tailPages = tail / pageSize;
+            int lastBytes = tail - tailPages * pageSize;
+            List<Allocation> taken = new ArrayList<>(blocks + 2);
+            int result = DONE;
+            try {
+                for (int i = 0; i < blocks && result == DONE; i++) {
+                    Allocation block = new Allocation();
+                    result = tryBlock(block);
+                    if (result == DONE) {
+                        taken.add(block);
+                    }
+                }
+                if (result == DONE && tailPages > 0) {
+                    Allocation run = new Allocation();
+                    result = pool.tryAllocatePages(category, tailPages, tailPages * pageSize, run);
+                    if (result == DONE) {
+                        taken.add(run);
+                    }
+                }
+                if (result == DONE && lastBytes > 0) {
+                    Allocation last = new Allocation();
+                    result = pool.tryAllocate(category, lastBytes, last);
+                    if (result == DONE) {
+                        taken.add(last);
+                    }
+                }
+            } catch (RuntimeException | Error e) {
+                taken.forEach(pool::free);
+                throw e;
             }
-            if (tailPages > 0) {
-                Allocation run = new Allocation();
-                pool.allocatePages(category, tailPages, tailPages * pageSize, run);
-                parts.add(run);
+            if (result != DONE) {
+                taken.forEach(pool::free);
+                return result;
             }
-            if (lastBytes > 0) {
-                Allocation last = new Allocation();
-                pool.allocate(category, lastBytes, last);
-                parts.add(last);
-            }
-            return parts;
-        } catch (RuntimeException | Error e) {
-            for (Allocation part : parts) {
-                pool.free(part);
-            }
-            throw e;
+            parts = taken;
+            return DONE;
         }
     }
 
-    /** Takes one whole block into {@code out}. */
-    public void allocateBlock(Allocation out) {
-        if (out.isLive()) {
-            throw new IllegalStateException("the allocation holder is still live: " + out);
+    /** Takes one whole block into {@code out}; the limit policy of the category applies. */
+    public boolean allocateBlock(Allocation out) {
+        MemoryPool.checkNotLive(out);
+        MemoryPool.Attempt attempt = (c, size, o) -> tryBlock(o);
+        int refusal = tryBlock(out);
+        return refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, blockSize, out, refusal);
+    }
+
+    private int tryBlock(Allocation out) {
+        if (!category.admit(blockSize)) {
+            return MemoryPool.Attempt.QUOTA;
         }
+        try {
+            takeBlock(out);
+            return MemoryPool.Attempt.DONE;
+        } catch (MemoryPool.CeilingReached e) {
+            category.release(blockSize);
+            return MemoryPool.Attempt.CEILING;
+        }
+    }
+
+    private void takeBlock(Allocation out) {
         Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
         BlockChunk chunk;
         int slot;

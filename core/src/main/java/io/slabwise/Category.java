@@ -1,6 +1,7 @@
 package io.slabwise;
 
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 
 /**
@@ -25,11 +26,55 @@ public final class Category {
     final int id;
     /** The general pool for this category. */
     final CategoryAllocator allocator;
+    /** Whether reserved bytes are tracked exactly, so that a quota can be enforced. */
+    final boolean tracked;
+    /** Reserved bytes of live allocations; maintained only when {@link #tracked}. */
+    final AtomicLong trackedReserved = new AtomicLong();
+    /** The quota on reserved bytes; {@link Long#MAX_VALUE} for none. */
+    volatile long quota;
+    /** The policy at the ceiling or quota; null to use the pool's. */
+    volatile LimitPolicy policy;
 
-    Category(MemoryPool pool, String name, int id) {
+    Category(MemoryPool pool, String name, int id, boolean tracked, long quota, LimitPolicy policy) {
         this.name = checkName(name);
         this.id = id;
         this.allocator = new CategoryAllocator(pool, this);
+        this.tracked = tracked;
+        this.quota = quota;
+        this.policy = policy;
+    }
+
+    /**
+     * Takes {@code reserved} bytes of the quota; false when that would pass it.
+     * Free for categories without a quota.
+     */
+    boolean admit(long reserved) {
+        if (!tracked) {
+            return true;
+        }
+        while (true) {
+            long current = trackedReserved.get();
+            if (current + reserved > quota) {
+                return false;
+            }
+            if (trackedReserved.compareAndSet(current, current + reserved)) {
+                return true;
+            }
+        }
+    }
+
+    /** Gives back quota taken by {@link #admit}; returns whether anything was given back. */
+    boolean release(long reserved) {
+        if (!tracked) {
+            return false;
+        }
+        trackedReserved.addAndGet(-reserved);
+        return true;
+    }
+
+    /** The quota on reserved bytes, or {@link Long#MAX_VALUE} when there is none. */
+    public long quota() {
+        return quota;
     }
 
     static String checkName(String name) {

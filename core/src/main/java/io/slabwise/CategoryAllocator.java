@@ -17,8 +17,8 @@ final class CategoryAllocator implements Allocator {
     }
 
     @Override
-    public void allocate(int requested, Allocation out) {
-        pool.allocate(category, requested, out);
+    public boolean allocate(int requested, Allocation out) {
+        return pool.allocate(category, requested, out);
     }
 
     @Override

@@ -52,7 +52,7 @@ public final class MemoryPool {
     /** Categories by id; replaced by a longer copy when one is added (under {@code categoriesByName}'s lock). */
     private volatile Category[] categories = new Category[0];
     private final Category defaultCategory;
-    private final AtomicLong committed = new AtomicLong();
+    private final MemoryLimit limit;
     private final AtomicLong hugeCommitted = new AtomicLong();
     private final AtomicLong hugeCount = new AtomicLong();
 
@@ -61,11 +61,34 @@ public final class MemoryPool {
         this.config = Objects.requireNonNull(config, "config");
         this.chunkSource = config.chunkSource();
         this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
+        this.limit = new MemoryLimit(config.maxMemory());
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(this, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity());
         }
         this.defaultCategory = category(Category.DEFAULT_NAME);
+        for (String quotaCategory : config.quotas().keySet()) {
+            category(quotaCategory);
+        }
+        ChunkDecay.register(this);
+    }
+
+    /**
+     * Gives back chunks idle for longer than the decay time, keeping
+     * {@code minIdleChunks} of them. Called once a second by the decay thread.
+     *
+     * @return the number of chunks given back
+     */
+    int decay() {
+        reclaimDeadThreadCaches();
+        long decayNanos = config.idleChunkDecay().toNanos();
+        int keep = config.minIdleChunks();
+        int released = 0;
+        for (Arena arena : arenas) {
+            released += arena.trim(decayNanos, keep);
+            keep = Math.max(0, keep - arena.idleChunkCount());
+        }
+        return released;
     }
 
     /**
@@ -86,7 +109,9 @@ public final class MemoryPool {
                 return existing;
             }
             Category[] current = categories;
-            Category created = new Category(this, name, current.length);
+            Long quota = config.quotas().get(name);
+            Category created = new Category(this, name, current.length, quota != null,
+                    quota != null ? quota : Long.MAX_VALUE, config.categoryPolicies().get(name));
             Category[] grown = Arrays.copyOf(current, current.length + 1);
             grown[created.id] = created;
             categories = grown;
@@ -175,29 +200,219 @@ public final class MemoryPool {
      * @throws IllegalArgumentException for a negative or oversized request
      * @throws IllegalStateException    when {@code out} already holds live memory
      */
-    public void allocate(int requested, Allocation out) {
-        allocate(defaultCategory, requested, out);
+    public boolean allocate(int requested, Allocation out) {
+        return allocate(defaultCategory, requested, out);
     }
 
     /**
      * Allocates {@code requested} bytes for {@code category} into {@code out},
-     * which must not be live.
+     * which must not be live. At the ceiling or the category's quota the
+     * category's {@link LimitPolicy} applies.
      *
+     * @return true when {@code out} was filled; false only under {@link LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException for a negative or oversized request, or a category of another pool
      * @throws IllegalStateException    when {@code out} already holds live memory
+     * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or after a {@link LimitPolicy#WAIT} timed out
      */
-    public void allocate(Category category, int requested, Allocation out) {
+    public boolean allocate(Category category, int requested, Allocation out) {
         checkRequest(requested);
         checkCategory(category);
+        checkNotLive(out);
+        int refusal = tryAllocate(category, requested, out);
+        return refusal == Attempt.DONE || atLimit(generalAttempt, category, requested, out, refusal);
+    }
+
+    /**
+     * Like {@link #allocate(Category, int, Allocation)}, but returns false at a
+     * limit whatever the category's policy, without waiting.
+     */
+    public boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
+        checkRequest(requested);
+        checkCategory(category);
+        checkNotLive(out);
+        int refusal = tryAllocate(category, requested, out);
+        if (refusal == Attempt.DONE) {
+            return true;
+        }
+        return returnFalseAtLimit
+                ? atLimit(generalAttempt, category, requested, out, refusal, LimitPolicy.RETURN_NULL)
+                : atLimit(generalAttempt, category, requested, out, refusal);
+    }
+
+    static void checkNotLive(Allocation out) {
         if (out.isLive()) {
             throw new IllegalStateException("the allocation holder is still live: " + out);
         }
-        ThreadCache cache = threadCache();
-        if (requested > sizes.chunkSize()) {
-            allocateHuge(cache, category, requested, out);
-        } else {
-            cache.allocate(category, requested, out);
+    }
+
+    /** One try at the general pool: {@link Attempt#DONE}, or why it was refused. */
+    int tryAllocate(Category category, int requested, Allocation out) {
+        int reserved = requested > sizes.chunkSize() ? roundToPage(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
+        if (!category.admit(reserved)) {
+            return Attempt.QUOTA;
         }
+        try {
+            ThreadCache cache = threadCache();
+            if (requested > sizes.chunkSize()) {
+                allocateHuge(cache, category, requested, out);
+            } else {
+                cache.allocate(category, requested, out);
+            }
+            return Attempt.DONE;
+        } catch (CeilingReached e) {
+            category.release(reserved);
+            return Attempt.CEILING;
+        }
+    }
+
+    /** One try of an allocation strategy, used again and again at a limit. */
+    interface Attempt {
+        int DONE = 0;
+        int CEILING = 1;
+        int QUOTA = 2;
+
+        /** Tries once; returns {@link #DONE} or why the memory was refused. */
+        int tryOnce(Category category, int requested, Allocation out);
+    }
+
+    private final Attempt generalAttempt = this::tryAllocate;
+
+    /** Thrown inside the engine when taking a region would pass the ceiling; never escapes the pool. */
+    static final class CeilingReached extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final CeilingReached INSTANCE = new CeilingReached();
+
+        private CeilingReached() {
+            super("ceiling reached", null, false, false);
+        }
+    }
+
+    boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal) {
+        LimitPolicy policy = category.policy != null ? category.policy : config.limitPolicy();
+        return atLimit(attempt, category, requested, out, refusal, policy);
+    }
+
+    /**
+     * The slow path at a limit: reclaim what can be reclaimed and try again,
+     * then apply {@code policy}. Returns true when {@code out} was filled.
+     */
+    boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal, LimitPolicy policy) {
+        if (refusal == Attempt.CEILING) {
+            reclaimForCeiling();
+            refusal = attempt.tryOnce(category, requested, out);
+            if (refusal == Attempt.DONE) {
+                return true;
+            }
+        }
+        if (policy == LimitPolicy.RETURN_NULL) {
+            return false;
+        }
+        if (policy == LimitPolicy.FAIL || !config.waitAllowed().getAsBoolean() || config.waitTimeout().isZero()) {
+            throw limitException(category, requested, refusal,
+                    policy == LimitPolicy.WAIT ? " (waiting is not allowed on this thread)" : "");
+        }
+        long deadline = System.nanoTime() + config.waitTimeout().toNanos();
+        long ticket = limit.enqueue();
+        try {
+            if (!limit.awaitTurn(ticket, deadline)) {
+                throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
+            }
+            while (true) {
+                long seen = limit.releaseCount();
+                refusal = attempt.tryOnce(category, requested, out);
+                if (refusal == Attempt.DONE) {
+                    return true;
+                }
+                if (refusal == Attempt.CEILING) {
+                    reclaimForCeiling();
+                    refusal = attempt.tryOnce(category, requested, out);
+                    if (refusal == Attempt.DONE) {
+                        return true;
+                    }
+                }
+                if (!limit.awaitRelease(seen, deadline)) {
+                    throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw limitException(category, requested, refusal, " (interrupted while waiting)");
+        } finally {
+            limit.dequeue(ticket);
+        }
+    }
+
+    /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
+    private void reclaimForCeiling() {
+        reclaimDeadThreadCaches();
+        synchronized (registry) {
+            for (ThreadCache cache : registry) {
+                cache.requestFlush();
+            }
+        }
+        ThreadCache own = caches.get();
+        if (own != null) {
+            own.flush();
+        }
+        for (Arena arena : arenas) {
+            arena.trim(0, 0);
+        }
+    }
+
+    /**
+     * The exception for a request refused at a limit, naming the category, the
+     * request, the limit and the current usage; for callers that got false from
+     * an allocation but cannot return null themselves.
+     */
+    public MemoryLimitException limitException(Category category, int requested) {
+        boolean quota = category.tracked && category.trackedReserved.get() + reservedSizeFor(Math.max(0, requested)) > category.quota;
+        return limitException(category, requested, quota ? Attempt.QUOTA : Attempt.CEILING, "");
+    }
+
+    private MemoryLimitException limitException(Category category, int requested, int refusal, String suffix) {
+        long[] counters = counters();
+        String usage = "requested=" + total(counters, ThreadCache.REQUESTED) + " reserved=" + total(counters, ThreadCache.RESERVED)
+                + " committed=" + limit.committed();
+        if (refusal == Attempt.QUOTA) {
+            return new MemoryLimitException(MemoryLimitException.Kind.QUOTA, category.name(), requested, category.quota,
+                    "category '" + category + "' quota exceeded: request of " + requested + " bytes, quota "
+                            + category.quota + " bytes, category reserved " + category.trackedReserved.get()
+                            + " bytes; pool " + usage + suffix);
+        }
+        return new MemoryLimitException(MemoryLimitException.Kind.CEILING, category.name(), requested, limit.max,
+                "memory ceiling reached: category '" + category + "' requested " + requested + " bytes, limit "
+                        + limit.max + " bytes; pool " + usage + suffix);
+    }
+
+    /**
+     * Changes the quota of a category at run time; the category must have been
+     * given a quota when the pool was built (that is what makes its reserved
+     * bytes tracked exactly). Allocations already made are kept; new ones are
+     * refused while the category is over the new quota.
+     *
+     * @throws IllegalStateException when the category has no tracked quota
+     */
+    public void setQuota(String categoryName, long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("quota of '" + categoryName + "' must not be negative: " + bytes);
+        }
+        Category category = category(categoryName);
+        if (!category.tracked) {
+            throw new IllegalStateException("category '" + categoryName + "' has no quota: give it one with "
+                    + "PoolConfig.Builder.quota(name, bytes) (Long.MAX_VALUE for none yet) so its reserved bytes are tracked");
+        }
+        category.quota = bytes;
+        limit.released();
+    }
+
+    /** Changes the policy of one category at run time; null goes back to the pool's. */
+    public void setPolicy(String categoryName, LimitPolicy policy) {
+        category(categoryName).policy = policy;
+    }
+
+    /** The ceiling on committed bytes; {@link Long#MAX_VALUE} when there is none. */
+    public long maxMemory() {
+        return limit.max;
     }
 
     private void checkCategory(Category category) {
@@ -218,19 +433,26 @@ public final class MemoryPool {
             throw new IllegalStateException("double free: the allocation holds no live memory");
         }
         ThreadCache cache = threadCache();
-        cache.countRelease(allocation.category, allocation.requested, allocation.reserved);
+        Category category = allocation.category;
+        int reserved = allocation.reserved;
+        cache.countRelease(category, allocation.requested, reserved);
         if (allocation.releaser != null) {
             allocation.releaser.release(allocation);
             allocation.clear();
-            return;
-        }
-        long handle = allocation.handle;
-        int sizeIndex = allocation.sizeIndex;
-        allocation.clear();
-        if (chunk.huge) {
-            freeHuge(chunk);
         } else {
-            cache.free(chunk, handle, sizeIndex);
+            long handle = allocation.handle;
+            int sizeIndex = allocation.sizeIndex;
+            allocation.clear();
+            if (chunk.huge) {
+                freeHuge(chunk);
+            } else if (limit.hasWaiters()) {
+                chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
+            } else {
+                cache.free(chunk, handle, sizeIndex);
+            }
+        }
+        if (category.release(reserved) || limit.hasWaiters()) {
+            limit.released();
         }
     }
 
@@ -270,6 +492,8 @@ public final class MemoryPool {
      * Takes a whole chunk (an idle one if an arena has it) for a specialised
      * allocator. The chunk counts as committed but not as requested or reserved:
      * the specialised allocator accounts what it carves from it.
+     *
+     * @throws CeilingReached when a new chunk would pass the ceiling
      */
     void acquireChunk(Allocation out) {
         ThreadCache cache = threadCache();
@@ -288,20 +512,31 @@ public final class MemoryPool {
     }
 
     /**
-     * Allocates a run of exactly {@code pages} pages for {@code category},
+     * One try at a run of exactly {@code pages} pages for {@code category},
      * accounted as {@code requested} bytes asked for and the pages reserved.
-     * Not cached by thread caches; freed by {@link #free}.
+     * Not cached by thread caches; freed by {@link #free}. Returns
+     * {@link Attempt#DONE} or why it was refused.
      */
-    void allocatePages(Category category, int pages, int requested, Allocation out) {
+    int tryAllocatePages(Category category, int pages, int requested, Allocation out) {
+        int reservedBytes = pages * config.pageSize();
+        if (!category.admit(reservedBytes)) {
+            return Attempt.QUOTA;
+        }
         ThreadCache cache = threadCache();
-        cache.arena.allocateRun(pages, out);
+        try {
+            cache.arena.allocateRun(pages, out);
+        } catch (CeilingReached e) {
+            category.release(reservedBytes);
+            return Attempt.CEILING;
+        }
         out.sizeIndex = -1;
         out.offset = (int) out.chunk.offset(out.handle);
         out.address = out.chunk.region.address() + out.offset;
         out.category = category;
         out.requested = requested;
-        out.reserved = pages * config.pageSize();
+        out.reserved = reservedBytes;
         cache.countAllocation(category, requested, out.reserved);
+        return Attempt.DONE;
     }
 
     void countAllocation(Category category, int requested, int reserved) {
@@ -355,19 +590,33 @@ public final class MemoryPool {
         return Integer.MAX_VALUE & -config.pageSize();
     }
 
+    /**
+     * Takes {@code size} bytes from the chunk source.
+     *
+     * @throws CeilingReached when that would pass the ceiling
+     */
     NativeRegion commit(int size) {
-        NativeRegion region = chunkSource.allocate(size);
+        if (!limit.tryCommit(size)) {
+            throw CeilingReached.INSTANCE;
+        }
+        NativeRegion region;
+        try {
+            region = chunkSource.allocate(size);
+        } catch (RuntimeException | Error e) {
+            limit.uncommit(size);
+            throw e;
+        }
         if (region.size() != size) {
             chunkSource.release(region);
+            limit.uncommit(size);
             throw new IllegalStateException("chunk source returned " + region.size() + " bytes for " + size);
         }
-        committed.addAndGet(size);
         return region;
     }
 
     void decommit(NativeRegion region) {
-        committed.addAndGet(-region.size());
         chunkSource.release(region);
+        limit.uncommit(region.size());
     }
 
     private ThreadCache threadCache() {
@@ -419,8 +668,8 @@ public final class MemoryPool {
     /**
      * Gives back what is idle now: caches of dead threads are flushed, live
      * threads are asked to flush their caches at their next operation, this
-     * thread's cache is flushed at once, and every idle chunk goes back to the
-     * chunk source.
+     * thread's cache is flushed at once, and idle chunks go back to the chunk
+     * source, all but the configured {@code minIdleChunks}.
      *
      * @return the number of chunks given back
      */
@@ -436,8 +685,10 @@ public final class MemoryPool {
             own.flush();
         }
         int released = 0;
+        int keep = config.minIdleChunks();
         for (Arena arena : arenas) {
-            released += arena.trim(0);
+            released += arena.trim(0, keep);
+            keep = Math.max(0, keep - arena.idleChunkCount());
         }
         return released;
     }
@@ -454,7 +705,7 @@ public final class MemoryPool {
 
     /** Native memory currently taken from the chunk source. */
     public long committedBytes() {
-        return committed.get();
+        return limit.committed();
     }
 
     private int counterLength() {
@@ -502,7 +753,7 @@ public final class MemoryPool {
             }
         }
         return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
-                committed.get(), hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
+                limit.committed(), hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
                 total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory);
     }
 

@@ -1,6 +1,10 @@
 package io.slabwise;
 
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
 
 /**
  * The settings of a {@link MemoryPool}, immutable. Build one with
@@ -15,7 +19,12 @@ import java.util.Objects;
  *   <tr><td>largest cached size</td><td>{@code slabwise.maxCachedSize}</td><td>64 KiB (0 turns thread caches off)</td></tr>
  *   <tr><td>cached bytes per size class</td><td>{@code slabwise.maxCachedBytesPerClass}</td><td>1 MiB</td></tr>
  *   <tr><td>cached entries per size class</td><td>{@code slabwise.maxCachedEntriesPerClass}</td><td>256</td></tr>
- *   <tr><td>idle chunks kept per arena</td><td>{@code slabwise.maxIdleChunksPerArena}</td><td>1</td></tr>
+ *   <tr><td>idle chunks kept per arena</td><td>{@code slabwise.maxIdleChunksPerArena}</td><td>2</td></tr>
+ *   <tr><td>idle chunk decay</td><td>{@code slabwise.idleChunkDecayMillis}</td><td>10 s</td></tr>
+ *   <tr><td>idle chunks kept past the decay</td><td>{@code slabwise.minIdleChunks}</td><td>0</td></tr>
+ *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none</td></tr>
+ *   <tr><td>policy at the ceiling or a quota</td><td>{@code slabwise.limitPolicy}</td><td>{@code FAIL}</td></tr>
+ *   <tr><td>longest wait under {@code WAIT}</td><td>{@code slabwise.waitTimeoutMillis}</td><td>5 s</td></tr>
  * </table>
  *
  * The page size is fixed at 8 KiB.
@@ -35,8 +44,24 @@ public final class PoolConfig {
     private final int maxIdleChunksPerArena;
     private final int remoteFreeQueueCapacity;
     private final ChunkSource chunkSource;
+    private final long maxMemory;
+    private final LimitPolicy limitPolicy;
+    private final Duration waitTimeout;
+    private final Map<String, Long> quotas;
+    private final Map<String, LimitPolicy> categoryPolicies;
+    private final Duration idleChunkDecay;
+    private final int minIdleChunks;
+    private final BooleanSupplier waitAllowed;
 
     private PoolConfig(Builder b) {
+        this.maxMemory = b.maxMemory;
+        this.limitPolicy = b.limitPolicy;
+        this.waitTimeout = b.waitTimeout;
+        this.quotas = Map.copyOf(b.quotas);
+        this.categoryPolicies = Map.copyOf(b.categoryPolicies);
+        this.idleChunkDecay = b.idleChunkDecay;
+        this.minIdleChunks = b.minIdleChunks;
+        this.waitAllowed = b.waitAllowed;
         this.chunkSize = b.chunkSize;
         this.arenas = b.arenas;
         this.maxCachedSize = b.maxCachedSize;
@@ -102,9 +127,51 @@ public final class PoolConfig {
         return chunkSource;
     }
 
+    /** The ceiling on committed bytes; {@link Long#MAX_VALUE} when there is none. */
+    public long maxMemory() {
+        return maxMemory;
+    }
+
+    /** The pool's policy at the ceiling or a quota. */
+    public LimitPolicy limitPolicy() {
+        return limitPolicy;
+    }
+
+    /** How long a {@link LimitPolicy#WAIT} allocation waits at most. */
+    public Duration waitTimeout() {
+        return waitTimeout;
+    }
+
+    /** Quotas on reserved bytes by category name, as configured at build time. */
+    public Map<String, Long> quotas() {
+        return quotas;
+    }
+
+    /** Policies that override the pool's, by category name. */
+    public Map<String, LimitPolicy> categoryPolicies() {
+        return categoryPolicies;
+    }
+
+    /** How long a chunk stays idle before it goes back to the chunk source. */
+    public Duration idleChunkDecay() {
+        return idleChunkDecay;
+    }
+
+    /** How many idle chunks the pool keeps past their decay, for reuse. */
+    public int minIdleChunks() {
+        return minIdleChunks;
+    }
+
+    /** Tells whether the calling thread may wait for memory (false on event loops). */
+    public BooleanSupplier waitAllowed() {
+        return waitAllowed;
+    }
+
     @Override
     public String toString() {
-        return "PoolConfig(chunkSize=" + chunkSize + ", arenas=" + arenas + ", maxCachedSize=" + maxCachedSize
+        return "PoolConfig(chunkSize=" + chunkSize + ", maxMemory=" + (maxMemory == Long.MAX_VALUE ? "none" : maxMemory)
+                + ", limitPolicy=" + limitPolicy + ", quotas=" + quotas + ", idleChunkDecay=" + idleChunkDecay
+                + ", arenas=" + arenas + ", maxCachedSize=" + maxCachedSize
                 + ", maxCachedBytesPerClass=" + maxCachedBytesPerClass + ", maxCachedEntriesPerClass=" + maxCachedEntriesPerClass
                 + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", chunkSource=" + chunkSource + ')';
     }
@@ -117,7 +184,16 @@ public final class PoolConfig {
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
-        private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 1);
+        private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 2);
+        private long maxMemory = longProperty("slabwise.maxMemory", Long.MAX_VALUE);
+        private LimitPolicy limitPolicy = LimitPolicy.valueOf(
+                System.getProperty("slabwise.limitPolicy", LimitPolicy.FAIL.name()).trim().toUpperCase(java.util.Locale.ROOT));
+        private Duration waitTimeout = Duration.ofMillis(longProperty("slabwise.waitTimeoutMillis", 5000));
+        private final Map<String, Long> quotas = new LinkedHashMap<>();
+        private final Map<String, LimitPolicy> categoryPolicies = new LinkedHashMap<>();
+        private Duration idleChunkDecay = Duration.ofMillis(longProperty("slabwise.idleChunkDecayMillis", 10_000));
+        private int minIdleChunks = intProperty("slabwise.minIdleChunks", 0);
+        private BooleanSupplier waitAllowed = () -> true;
         private int remoteFreeQueueCapacity = 4096;
         private ChunkSource chunkSource = ChunkSource.direct();
 
@@ -182,6 +258,77 @@ public final class PoolConfig {
             return this;
         }
 
+        /** The ceiling on committed bytes (chunks, huge regions, idle and cached memory); at least one chunk. */
+        public Builder maxMemory(long bytes) {
+            if (bytes <= 0) {
+                throw new IllegalArgumentException("maxMemory must be positive: " + bytes);
+            }
+            this.maxMemory = bytes;
+            return this;
+        }
+
+        /** The pool's policy at the ceiling or a quota (default {@link LimitPolicy#FAIL}). */
+        public Builder limitPolicy(LimitPolicy policy) {
+            this.limitPolicy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /** How long a {@link LimitPolicy#WAIT} allocation waits at most (default 5 s). */
+        public Builder waitTimeout(Duration timeout) {
+            if (timeout.isNegative()) {
+                throw new IllegalArgumentException("waitTimeout must not be negative: " + timeout);
+            }
+            this.waitTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * A quota on the reserved bytes of a category. Categories named here have
+         * their reserved bytes tracked exactly, which also lets their quota be
+         * changed later with {@link MemoryPool#setQuota}; use
+         * {@link Long#MAX_VALUE} to track a category without limiting it yet.
+         */
+        public Builder quota(String category, long bytes) {
+            Category.checkName(category);
+            if (bytes < 0) {
+                throw new IllegalArgumentException("quota of '" + category + "' must not be negative: " + bytes);
+            }
+            quotas.put(category, bytes);
+            return this;
+        }
+
+        /** A policy for one category, overriding the pool's. */
+        public Builder categoryPolicy(String category, LimitPolicy policy) {
+            Category.checkName(category);
+            categoryPolicies.put(category, Objects.requireNonNull(policy, "policy"));
+            return this;
+        }
+
+        /** How long a chunk stays idle before it goes back to the chunk source (default 10 s). */
+        public Builder idleChunkDecay(Duration decay) {
+            if (decay.isNegative()) {
+                throw new IllegalArgumentException("idleChunkDecay must not be negative: " + decay);
+            }
+            this.idleChunkDecay = decay;
+            return this;
+        }
+
+        /** How many idle chunks the pool keeps past their decay, for reuse (default 0). */
+        public Builder minIdleChunks(int chunks) {
+            this.minIdleChunks = requireNonNegative("minIdleChunks", chunks);
+            return this;
+        }
+
+        /**
+         * Tells whether the calling thread may wait for memory under
+         * {@link LimitPolicy#WAIT}; where it says no, the allocation fails at
+         * once. The Netty adapter installs a check for event-loop threads.
+         */
+        public Builder waitAllowed(BooleanSupplier check) {
+            this.waitAllowed = Objects.requireNonNull(check, "check");
+            return this;
+        }
+
         /** Validates the settings together and builds the configuration. */
         public PoolConfig build() {
             chunkSize(chunkSize);
@@ -194,6 +341,18 @@ public final class PoolConfig {
                 throw new IllegalArgumentException(name + " must not be negative: " + value);
             }
             return value;
+        }
+
+        private static long longProperty(String name, long fallback) {
+            String value = System.getProperty(name);
+            if (value == null || value.isBlank()) {
+                return fallback;
+            }
+            try {
+                return Long.parseLong(value.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("system property " + name + " is not an integer: " + value, e);
+            }
         }
 
         private static int intProperty(String name, int fallback) {

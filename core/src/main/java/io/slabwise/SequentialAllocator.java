@@ -38,15 +38,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Chunk life cycle and threads</h2>
  * Each chunk counts its live slices plus one reference held while it is a
  * stripe's current chunk. Whoever drops the count to zero (the last release,
- * from any thread, or the retirement) recycles it: it is kept as a spare
- * (reused before any new chunk is taken) up to one per stripe, and given back
- * to the pool otherwise. Carving happens under the stripe's lock; stripes are
+ * from any thread, or the retirement) recycles it: one is kept as a spare
+ * (reused before any new chunk is taken), and the others go back to the pool. Carving happens under the stripe's lock; stripes are
  * chosen by thread, so threads rarely share one. No lock is global.
  */
-public final class SequentialAllocator implements Allocator, Releaser {
+public final class SequentialAllocator implements Allocator, Releaser, MemoryPool.Attempt {
 
     /** Slices are rounded up to a multiple of this many bytes. */
     public static final int ALIGNMENT = 8;
+    /** Empty chunks kept for reuse; more go back to the pool, which keeps its own idle chunks. */
+    private static final int MAX_SPARES = 1;
 
     private final MemoryPool pool;
     private final Category category;
@@ -93,18 +94,38 @@ public final class SequentialAllocator implements Allocator, Releaser {
     }
 
     @Override
-    public void allocate(int requested, Allocation out) {
+    public boolean allocate(int requested, Allocation out) {
         if (requested <= 0 || requested > maxRequest) {
             throw new IllegalArgumentException("sequential allocator '" + category + "': size must be from 1 to "
                     + maxRequest + " bytes: " + requested);
         }
-        if (out.isLive()) {
-            throw new IllegalStateException("the allocation holder is still live: " + out);
-        }
+        MemoryPool.checkNotLive(out);
+        int refusal = tryOnce(category, requested, out);
+        return refusal == DONE || pool.atLimit(this, category, requested, out, refusal);
+    }
+
+    /** One try: a slice, or the general pool for requests that should not be carved. */
+    @Override
+    public int tryOnce(Category c, int requested, Allocation out) {
         int reserved = (requested + ALIGNMENT - 1) & -ALIGNMENT;
-        if (reserved > maxSliceSize || !carve(requested, reserved, out)) {
-            fallback(requested, out);
+        if (reserved > maxSliceSize) {
+            return fallback(requested, out);
         }
+        if (!category.admit(reserved)) {
+            return QUOTA;
+        }
+        boolean carved;
+        try {
+            carved = carve(requested, reserved, out);
+        } catch (MemoryPool.CeilingReached e) {
+            category.release(reserved);
+            return CEILING;
+        }
+        if (!carved) {
+            category.release(reserved);
+            return fallback(requested, out);
+        }
+        return DONE;
     }
 
     /** Carves a slice from the calling thread's stripe; false when the request should go to the general pool. */
@@ -148,9 +169,12 @@ public final class SequentialAllocator implements Allocator, Releaser {
         return true;
     }
 
-    private void fallback(int requested, Allocation out) {
-        fallbackAllocations.incrementAndGet();
-        pool.allocate(category, requested, out);
+    private int fallback(int requested, Allocation out) {
+        int result = pool.tryAllocate(category, requested, out);
+        if (result == DONE) {
+            fallbackAllocations.incrementAndGet();
+        }
+        return result;
     }
 
     private SlabChunk takeChunk() {
@@ -182,7 +206,7 @@ public final class SequentialAllocator implements Allocator, Releaser {
     /** Called by whoever dropped a chunk's count to zero: keep it as a spare or give it back. */
     private void recycle(SlabChunk slab) {
         slab.carved = 0;
-        if (spareCount.incrementAndGet() <= stripes.length) {
+        if (spareCount.incrementAndGet() <= MAX_SPARES) {
             spares.offer(slab);
         } else {
             spareCount.decrementAndGet();

@@ -32,10 +32,15 @@ public final class BlockByteBufAllocator {
     /**
      * A composite direct buffer of exactly {@code size} bytes made of blocks.
      *
+     * @return the buffer, or null at a limit when the category's policy is {@link io.slabwise.LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException when {@code size} is not positive
+     * @throws io.slabwise.MemoryLimitException at a limit under {@code FAIL}, or when a wait timed out
      */
     public ByteBuf allocate(int size) {
         List<Allocation> parts = blocks.allocate(size);
+        if (parts == null) {
+            return null;
+        }
         CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
         for (Allocation part : parts) {
             ByteBuf component = SlabwiseDirectByteBuf.wrap(view, parent.pool(), blocks.generalAllocator(), part,

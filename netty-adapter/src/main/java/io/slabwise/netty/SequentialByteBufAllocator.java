@@ -30,10 +30,12 @@ public final class SequentialByteBufAllocator {
     /**
      * A direct buffer of exactly {@code size} bytes.
      *
+     * @return the buffer, or null at a limit when the category's policy is {@link io.slabwise.LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException when {@code size} is not positive or over the allocator's largest request
+     * @throws io.slabwise.MemoryLimitException at a limit under {@code FAIL}, or when a wait timed out
      */
     public ByteBuf allocate(int size) {
-        return parent.newDirectBuffer(view, sequential, size, Integer.MAX_VALUE);
+        return parent.tryNewDirectBuffer(view, sequential, size, Integer.MAX_VALUE);
     }
 
     /** The category its buffers are accounted to. */

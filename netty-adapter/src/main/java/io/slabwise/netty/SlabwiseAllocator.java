@@ -9,6 +9,7 @@ import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocator;
 import io.netty.buffer.UnpooledHeapByteBuf;
 import io.slabwise.ChunkSource;
+import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
@@ -65,14 +66,67 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
 
     @Override
     protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
-        return toLeakAwareBuffer(SlabwiseDirectByteBuf.allocate(this, pool, defaultSource, initialCapacity, maxCapacity,
-                recycleBuffers));
+        return newDirectBuffer(this, defaultSource, initialCapacity, maxCapacity);
     }
 
-    /** A pooled direct buffer from {@code source}, tracked by the leak detector; used by the views. */
+    /**
+     * A pooled direct buffer from {@code source} for Netty's API, which cannot
+     * return null: a refusal under {@link LimitPolicy#RETURN_NULL} throws as
+     * under {@link LimitPolicy#FAIL}. Used by the views too.
+     */
     ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
-        return toLeakAwareBuffer(SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
-                recycleBuffers));
+        ByteBuf buf = tryNewDirectBuffer(view, source, initialCapacity, maxCapacity);
+        if (buf == null) {
+            throw pool.limitException(source.category(), initialCapacity);
+        }
+        return buf;
+    }
+
+    /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
+    ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
+                recycleBuffers);
+        return buf == null ? null : toLeakAwareBuffer(buf);
+    }
+
+    /**
+     * A direct buffer in the default category, or null instead of an exception
+     * when the memory ceiling or the category's quota refuses it (whatever the
+     * configured policy; it never waits). For callers that shed load
+     * themselves, like Kafka's {@code MemoryPool.tryAllocate}.
+     *
+     * @throws IllegalArgumentException for a negative capacity or {@code maxCapacity < initialCapacity}
+     */
+    public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
+        validate(initialCapacity, maxCapacity);
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.tryAllocate(this, pool, defaultSource, initialCapacity,
+                maxCapacity, recycleBuffers);
+        return buf == null ? null : toLeakAwareBuffer(buf);
+    }
+
+    /** {@link #tryDirectBuffer(int, int)} with no limit on growth. */
+    public ByteBuf tryDirectBuffer(int initialCapacity) {
+        return tryDirectBuffer(initialCapacity, Integer.MAX_VALUE);
+    }
+
+    /**
+     * Changes a category's quota on reserved bytes at run time; the category
+     * must have been given a quota in the builder.
+     *
+     * @see MemoryPool#setQuota(String, long)
+     */
+    public void setQuota(String category, long bytes) {
+        pool.setQuota(category, bytes);
+    }
+
+    private static void validate(int initialCapacity, int maxCapacity) {
+        if (initialCapacity < 0) {
+            throw new IllegalArgumentException("initialCapacity: " + initialCapacity + " (expected: 0+)");
+        }
+        if (initialCapacity > maxCapacity) {
+            throw new IllegalArgumentException(String.format(
+                    "initialCapacity: %d (expected: not greater than maxCapacity(%d)", initialCapacity, maxCapacity));
+        }
     }
 
     /** Tracks a composite buffer with the leak detector; used by the views. */
@@ -217,6 +271,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
         private boolean recycleBuffers = Boolean.getBoolean("slabwise.recycleBuffers");
 
         private Builder() {
+            pool.waitAllowed(() -> io.netty.util.internal.ThreadExecutorMap.currentExecutor() == null);
         }
 
         /** The chunk size: a power of two from 64 KiB to 256 MiB (default 4 MiB). */
@@ -258,6 +313,56 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
         /** Where native memory comes from (default: direct byte buffers). */
         public Builder chunkSource(ChunkSource source) {
             pool.chunkSource(source);
+            return this;
+        }
+
+        /**
+         * The ceiling on native memory: committed bytes (chunks, huge regions,
+         * idle and cached memory) never exceed it.
+         */
+        public Builder maxMemory(long bytes) {
+            pool.maxMemory(bytes);
+            return this;
+        }
+
+        /**
+         * What happens at the ceiling or a quota (default {@link LimitPolicy#FAIL}).
+         * {@link LimitPolicy#WAIT} never waits on a Netty event-loop thread: it
+         * fails at once there, since that thread may be the one that would free
+         * the memory.
+         */
+        public Builder limitPolicy(LimitPolicy policy) {
+            pool.limitPolicy(policy);
+            return this;
+        }
+
+        /** The longest wait under {@link LimitPolicy#WAIT} (default 5 s). */
+        public Builder waitTimeout(java.time.Duration timeout) {
+            pool.waitTimeout(timeout);
+            return this;
+        }
+
+        /** A quota on a category's reserved bytes; it can be changed later with {@link SlabwiseAllocator#setQuota}. */
+        public Builder quota(String category, long bytes) {
+            pool.quota(category, bytes);
+            return this;
+        }
+
+        /** A policy for one category, overriding {@link #limitPolicy}. */
+        public Builder categoryPolicy(String category, LimitPolicy policy) {
+            pool.categoryPolicy(category, policy);
+            return this;
+        }
+
+        /** How long a chunk stays idle before it goes back to the OS (default 10 s). */
+        public Builder idleChunkDecay(java.time.Duration decay) {
+            pool.idleChunkDecay(decay);
+            return this;
+        }
+
+        /** How many idle chunks are kept past their decay for reuse (default 0). */
+        public Builder minIdleChunks(int chunks) {
+            pool.minIdleChunks(chunks);
             return this;
         }
 

@@ -71,11 +71,31 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         this.recyclerHandle = recyclerHandle;
     }
 
-    /** Allocates a buffer of {@code capacity} bytes from {@code source}; the caller has validated the capacities. */
+    /**
+     * Allocates a buffer of {@code capacity} bytes from {@code source}; the
+     * caller has validated the capacities. Returns null when the source
+     * refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL}.
+     */
     static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
                                           int maxCapacity, boolean recycle) {
         SlabwiseDirectByteBuf buf = newInstance(recycle);
-        source.allocate(capacity, buf.allocation);
+        if (!source.allocate(capacity, buf.allocation)) {
+            return null;
+        }
+        buf.init(allocator, pool, source, maxCapacity);
+        return buf;
+    }
+
+    /**
+     * Allocates from the general pool of {@code source}'s category, returning
+     * null at a limit whatever the policy, without waiting.
+     */
+    static SlabwiseDirectByteBuf tryAllocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
+                                             int maxCapacity, boolean recycle) {
+        SlabwiseDirectByteBuf buf = newInstance(recycle);
+        if (!pool.tryAllocate(source.category(), capacity, buf.allocation, true)) {
+            return null;
+        }
         buf.init(allocator, pool, source, maxCapacity);
         return buf;
     }
@@ -151,7 +171,9 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         }
         if (!pool.resizeInPlace(allocation, newCapacity)) {
             Allocation moved = new Allocation();
-            source.allocate(newCapacity, moved);
+            if (!source.allocate(newCapacity, moved)) {
+                throw pool.limitException(source.category(), newCapacity);
+            }
             int keep = Math.min(length, newCapacity);
             copy(address, moved.address(), memory, offset, moved.memory(), moved.offset(), keep);
             pool.free(allocation);

@@ -1,0 +1,154 @@
+package io.slabwise;
+
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The ceiling on committed bytes, and the queue of callers waiting for memory.
+ *
+ * <h2>The ceiling</h2>
+ * {@link #tryCommit} adds to the committed count with a CAS that never takes it
+ * past {@code max}; it is the only way memory is taken from the chunk source,
+ * so committed bytes never exceed the ceiling, under any concurrency.
+ *
+ * <h2>Waiting</h2>
+ * Callers whose policy is to wait take a ticket and are served in ticket order:
+ * only the caller holding the current ticket retries its allocation, so a
+ * stream of small requests cannot starve a large one that is waiting. Releases
+ * of memory call {@link #released()}, which is a volatile read when nobody
+ * waits, and otherwise bumps a counter and wakes the waiters. The lock here is
+ * never held while an arena lock is taken; arena code may call
+ * {@link #released()} under its own lock.
+ */
+final class MemoryLimit {
+
+    final long max;
+    private final AtomicLong committed = new AtomicLong();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private volatile int waiters;
+    private final AtomicLong releases = new AtomicLong();
+    // guarded by lock
+    private long nextTicket;
+    private long servingTicket;
+    private final TreeSet<Long> abandoned = new TreeSet<>();
+
+    MemoryLimit(long max) {
+        this.max = max;
+    }
+
+    long committed() {
+        return committed.get();
+    }
+
+    /** Adds {@code bytes} to the committed count unless that would pass the ceiling. */
+    boolean tryCommit(long bytes) {
+        while (true) {
+            long current = committed.get();
+            if (current + bytes > max) {
+                return false;
+            }
+            if (committed.compareAndSet(current, current + bytes)) {
+                return true;
+            }
+        }
+    }
+
+    void uncommit(long bytes) {
+        committed.addAndGet(-bytes);
+        released();
+    }
+
+    /** Whether any caller is waiting for memory. */
+    boolean hasWaiters() {
+        return waiters != 0;
+    }
+
+    /** Memory was released somewhere: wakes the waiters, if any. Any thread, any lock held. */
+    void released() {
+        if (waiters != 0) {
+            releases.incrementAndGet();
+            lock.lock();
+            try {
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** Takes a ticket in the queue of waiters. */
+    long enqueue() {
+        lock.lock();
+        try {
+            waiters++;
+            return nextTicket++;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits until {@code ticket} is served; false when the deadline passed first. */
+    boolean awaitTurn(long ticket, long deadlineNanos) throws InterruptedException {
+        lock.lock();
+        try {
+            while (servingTicket != ticket) {
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                changed.awaitNanos(left);
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The count of releases so far; a waiter reads it before retrying, then waits for it to change. */
+    long releaseCount() {
+        return releases.get();
+    }
+
+    /**
+     * Waits for a release after {@code seen}, or at most 50 ms (a safety net:
+     * the caller retries anyway); false when the deadline has passed.
+     */
+    boolean awaitRelease(long seen, long deadlineNanos) throws InterruptedException {
+        lock.lock();
+        try {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            if (releases.get() == seen) {
+                changed.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)));
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Leaves the queue, served or not; the next ticket in line gets its turn. */
+    void dequeue(long ticket) {
+        lock.lock();
+        try {
+            waiters--;
+            if (servingTicket == ticket) {
+                servingTicket++;
+                while (abandoned.remove(servingTicket)) {
+                    servingTicket++;
+                }
+            } else {
+                abandoned.add(ticket);
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+}
