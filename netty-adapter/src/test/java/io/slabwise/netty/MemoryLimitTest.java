@@ -1,0 +1,261 @@
+package io.slabwise.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.DefaultEventLoop;
+import io.netty.channel.EventLoop;
+import io.slabwise.LimitPolicy;
+import io.slabwise.MemoryLimitException;
+import io.slabwise.PoolStats;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The ceiling on committed bytes, the policies at the limit, and category quotas. */
+class MemoryLimitTest {
+
+    private static final int CHUNK = 256 * 1024;
+
+    private static SlabwiseAllocator.Builder small() {
+        return SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(2).maxCachedSize(0);
+    }
+
+    @Test
+    void failPolicyThrowsAnExceptionThatNamesEverything() {
+        SlabwiseAllocator allocator = small().maxMemory(2L * CHUNK).build();
+        ByteBuf a = allocator.directBuffer(CHUNK);
+        ByteBuf b = allocator.directBuffer(CHUNK);
+        MemoryLimitException e = assertThrows(MemoryLimitException.class, () -> allocator.directBuffer(100_000));
+        assertEquals(MemoryLimitException.Kind.CEILING, e.kind());
+        assertEquals("network", e.category());
+        assertEquals(100_000, e.requestedSize());
+        assertEquals(2L * CHUNK, e.limit());
+        String message = e.getMessage();
+        for (String part : new String[] {"network", "100000", String.valueOf(2L * CHUNK), "requested=", "reserved=", "committed="}) {
+            assertTrue(message.contains(part), message + " lacks " + part);
+        }
+        assertTrue(allocator.stats().committedBytes() <= 2L * CHUNK);
+        a.release();
+        b.release();
+        ByteBuf c = allocator.directBuffer(100_000); // room again
+        c.release();
+    }
+
+    @Test
+    void hugeRequestsAreBoundedToo() {
+        SlabwiseAllocator allocator = small().maxMemory(3L * CHUNK).build();
+        assertThrows(MemoryLimitException.class, () -> allocator.directBuffer(4 * CHUNK));
+        ByteBuf huge = allocator.directBuffer(2 * CHUNK + 1);
+        assertTrue(allocator.stats().committedBytes() <= 3L * CHUNK);
+        huge.release();
+        assertEquals(0, allocator.stats().committedBytes());
+    }
+
+    @Test
+    void idleChunksAreReclaimedBeforeRefusing() {
+        SlabwiseAllocator allocator = small().maxMemory(2L * CHUNK).maxIdleChunksPerArena(4).build();
+        ByteBuf a = allocator.directBuffer(CHUNK);
+        ByteBuf b = allocator.directBuffer(CHUNK);
+        a.release();
+        b.release(); // both chunks idle, still committed
+        assertEquals(2L * CHUNK, allocator.stats().committedBytes());
+        ByteBuf huge = allocator.directBuffer(CHUNK + 1); // needs the idle chunks given back first
+        assertTrue(allocator.stats().committedBytes() <= 2L * CHUNK);
+        huge.release();
+    }
+
+    @Test
+    void returnNullPolicyAndTryDirectBuffer() {
+        SlabwiseAllocator allocator = small().maxMemory(CHUNK).limitPolicy(LimitPolicy.RETURN_NULL).build();
+        ByteBuf a = allocator.directBuffer(CHUNK);
+        assertNull(allocator.tryDirectBuffer(1000));
+        // Netty's own API cannot return null: it throws under RETURN_NULL
+        assertThrows(MemoryLimitException.class, () -> allocator.directBuffer(1000));
+        SequentialByteBufAllocator log = allocator.sequential("log_cache");
+        assertNull(log.allocate(100));
+        BlockByteBufAllocator blocks = allocator.blocks("block_cache", 64 * 1024, 1);
+        assertNull(blocks.allocate(100_000));
+        a.release();
+        ByteBuf b = allocator.tryDirectBuffer(1000);
+        assertNotNull(b);
+        b.release();
+    }
+
+    /** The race checked: a waiting allocation is woken by a release on another thread and then succeeds. */
+    @Test
+    void waitingRequestSucceedsOnceAnotherThreadReleases() throws Exception {
+        SlabwiseAllocator allocator = small().maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofSeconds(20)).build();
+        ByteBuf held = allocator.directBuffer(CHUNK);
+        CountDownLatch waiting = new CountDownLatch(1);
+        ExecutorService executor = Executors.newSingleThreadExecutor();
+        try {
+            Future<ByteBuf> result = executor.submit(() -> {
+                waiting.countDown();
+                return allocator.directBuffer(CHUNK / 2);
+            });
+            assertTrue(waiting.await(10, TimeUnit.SECONDS));
+            assertTrue(!result.isDone() || result.get() != null);
+            held.release(); // wakes the waiter
+            ByteBuf got = result.get(20, TimeUnit.SECONDS);
+            assertEquals(CHUNK / 2, got.capacity());
+            got.release();
+        } finally {
+            executor.shutdownNow();
+        }
+    }
+
+    @Test
+    void waitTimesOutWithTheLimitException() {
+        SlabwiseAllocator allocator = small().maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofMillis(100)).build();
+        ByteBuf held = allocator.directBuffer(CHUNK);
+        long start = System.nanoTime();
+        MemoryLimitException e = assertThrows(MemoryLimitException.class, () -> allocator.directBuffer(1000));
+        assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(90));
+        assertTrue(e.getMessage().contains("after waiting 100 ms"), e.getMessage());
+        held.release();
+    }
+
+    @Test
+    void noWaitingOnAnEventLoop() throws Exception {
+        SlabwiseAllocator allocator = small().maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofSeconds(30)).build();
+        ByteBuf held = allocator.directBuffer(CHUNK);
+        EventLoop loop = new DefaultEventLoop();
+        try {
+            long start = System.nanoTime();
+            io.netty.util.concurrent.Future<ByteBuf> attempt = loop.submit(() -> allocator.directBuffer(1000));
+            assertTrue(attempt.await(20, TimeUnit.SECONDS));
+            Throwable failure = attempt.cause();
+            assertTrue(failure instanceof MemoryLimitException, String.valueOf(failure));
+            assertTrue(failure.getMessage().contains("waiting is not allowed"), failure.getMessage());
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(20), "failed fast, without the 30 s wait");
+        } finally {
+            loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(10, TimeUnit.SECONDS);
+        }
+        held.release();
+    }
+
+    @Test
+    void quotaIsEnforcedAndCanChangeAtRunTime() {
+        SlabwiseAllocator allocator = small().quota("block_cache", 64 * 1024).build();
+        io.netty.buffer.ByteBufAllocator blocks = allocator.forCategory("block_cache");
+        ByteBuf a = blocks.directBuffer(60_000); // reserves 61440 (size class)
+        MemoryLimitException e = assertThrows(MemoryLimitException.class, () -> blocks.directBuffer(8_000));
+        assertEquals(MemoryLimitException.Kind.QUOTA, e.kind());
+        assertEquals("block_cache", e.category());
+        assertTrue(e.getMessage().contains("quota 65536"), e.getMessage());
+        ByteBuf other = allocator.directBuffer(100_000); // other categories are not affected
+        allocator.setQuota("block_cache", 128 * 1024);
+        ByteBuf b = blocks.directBuffer(8_000);
+        allocator.setQuota("block_cache", 1024);
+        assertThrows(MemoryLimitException.class, () -> blocks.directBuffer(16));
+        a.release();
+        b.release();
+        other.release();
+        assertThrows(IllegalStateException.class, () -> allocator.setQuota("network", 10));
+    }
+
+    /**
+     * The race checked: many threads allocating and releasing in every allocator
+     * and category at once must never take committed bytes past the ceiling nor
+     * a category past its quota; a sampler thread checks both continuously.
+     */
+    @Test
+    void ceilingAndQuotaHoldUnderConcurrentLoadForEveryPolicy() throws Exception {
+        for (LimitPolicy policy : LimitPolicy.values()) {
+            long ceiling = 24L * CHUNK;
+            long quota = 6L * CHUNK;
+            SlabwiseAllocator allocator = small().maxMemory(ceiling).limitPolicy(policy).maxCachedSize(32 * 1024)
+                    .waitTimeout(Duration.ofMillis(50)).quota("block_cache", quota).build();
+            SequentialByteBufAllocator log = allocator.sequential("log_cache");
+            BlockByteBufAllocator blocks = allocator.blocks("block_cache", 64 * 1024, 2);
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicLong samples = new AtomicLong();
+            AtomicLong violations = new AtomicLong();
+            Thread sampler = new Thread(() -> {
+                while (!stop.get()) {
+                    PoolStats stats = allocator.stats();
+                    samples.incrementAndGet();
+                    if (stats.committedBytes() > ceiling) {
+                        violations.incrementAndGet();
+                    }
+                    if (stats.category("block_cache") != null && stats.category("block_cache").reserved() > quota) {
+                        violations.incrementAndGet();
+                    }
+                }
+            });
+            sampler.start();
+            ExecutorService workers = Executors.newFixedThreadPool(4);
+            List<Future<Long>> results = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int seed = t;
+                results.add(workers.submit(() -> {
+                    Random random = new Random(seed);
+                    List<ByteBuf> held = new ArrayList<>();
+                    long refused = 0;
+                    for (int i = 0; i < 1500; i++) {
+                        ByteBuf buf;
+                        try {
+                            switch (random.nextInt(4)) {
+                                case 0:
+                                    buf = log.allocate(1 + random.nextInt(20_000));
+                                    break;
+                                case 1:
+                                    buf = blocks.allocate(1 + random.nextInt(200_000));
+                                    break;
+                                case 2:
+                                    buf = allocator.directBuffer(1 + random.nextInt(CHUNK + 10_000));
+                                    break;
+                                default:
+                                    buf = allocator.forCategory("replication").directBuffer(1 + random.nextInt(5000));
+                            }
+                        } catch (MemoryLimitException e) {
+                            buf = null;
+                        }
+                        if (buf == null) {
+                            refused++;
+                        } else {
+                            held.add(buf);
+                        }
+                        if (held.size() > 12 || (buf == null && !held.isEmpty())) {
+                            held.remove(random.nextInt(held.size())).release();
+                        }
+                    }
+                    held.forEach(ByteBuf::release);
+                    return refused;
+                }));
+            }
+            long refused = 0;
+            for (Future<Long> f : results) {
+                refused += f.get(120, TimeUnit.SECONDS);
+            }
+            workers.shutdown();
+            assertTrue(workers.awaitTermination(30, TimeUnit.SECONDS));
+            stop.set(true);
+            sampler.join();
+            assertEquals(0, violations.get(), policy + ": limits passed in " + violations.get() + " of " + samples.get() + " samples");
+            assertTrue(samples.get() > 0);
+            PoolStats end = allocator.stats();
+            assertEquals(0, end.requestedBytes(), end::report);
+            assertTrue(end.committedBytes() <= ceiling);
+            assertTrue(refused >= 0);
+        }
+    }
+}
