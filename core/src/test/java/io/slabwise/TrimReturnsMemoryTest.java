@@ -1,0 +1,59 @@
+package io.slabwise;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledOnOs;
+import org.junit.jupiter.api.condition.OS;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * After a workload releases everything, {@code trim()} gives every chunk back
+ * and the process's resident memory falls back near where it started. Runs
+ * {@link TrimResidentMain} in a forked JVM so the measurement is not disturbed
+ * by other tests.
+ */
+class TrimReturnsMemoryTest {
+
+    private static final long MIB = 1024 * 1024;
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void trimBringsCommittedToZeroAndResidentMemoryDown() throws Exception {
+        String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder builder = new ProcessBuilder(javaBinary, "-Xmx128m", "-XX:MaxDirectMemorySize=2g",
+                "-cp", System.getProperty("java.class.path"), TrimResidentMain.class.getName(), "384");
+        builder.redirectErrorStream(true);
+        Process process = builder.start();
+        String last = null;
+        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = out.readLine()) != null) {
+                last = line;
+            }
+        }
+        assertTrue(process.waitFor(120, TimeUnit.SECONDS), "the forked JVM did not finish");
+        assertEquals(0, process.exitValue(), "forked JVM failed: " + last);
+        assertNotNull(last);
+        List<Long> figures = Arrays.stream(last.trim().split(" ")).map(Long::parseLong).toList();
+        long baseline = figures.get(0);
+        long peak = figures.get(1);
+        long afterTrim = figures.get(2);
+        long committed = figures.get(3);
+        String report = "baseline " + baseline / MIB + " MiB, peak " + peak / MIB + " MiB, after trim " + afterTrim / MIB
+                + " MiB, committed after trim " + committed;
+        System.out.println(report);
+        assertEquals(0, committed, report);
+        assertTrue(peak - baseline >= 300 * MIB, "the workload really touched its memory: " + report);
+        assertTrue(afterTrim - baseline <= 64 * MIB, "resident memory went back near the baseline: " + report);
+    }
+}
