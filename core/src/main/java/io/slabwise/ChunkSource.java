@@ -29,4 +29,14 @@ public interface ChunkSource {
     static ChunkSource direct() {
         return DirectChunkSource.INSTANCE;
     }
+
+    /**
+     * The source a pool uses unless told otherwise: on Java 22 and later on
+     * Linux, regions mapped with {@code mmap} and unmapped on release (see the
+     * README on native access); otherwise {@link #direct()}.
+     */
+    static ChunkSource preferred() {
+        ChunkSource mapped = MappedChunkSource.create();
+        return mapped != null ? mapped : direct();
+    }
 }

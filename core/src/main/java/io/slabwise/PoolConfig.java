@@ -195,7 +195,7 @@ public final class PoolConfig {
         private int minIdleChunks = intProperty("slabwise.minIdleChunks", 0);
         private BooleanSupplier waitAllowed = () -> true;
         private int remoteFreeQueueCapacity = 4096;
-        private ChunkSource chunkSource = ChunkSource.direct();
+        private ChunkSource chunkSource = ChunkSource.preferred();
 
         private Builder() {
         }

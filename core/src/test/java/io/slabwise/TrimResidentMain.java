@@ -9,8 +9,8 @@ import java.util.List;
 /**
  * Run in a forked JVM by {@link TrimReturnsMemoryTest}: fills a pool from
  * several threads, touching every page, releases everything on other threads,
- * trims, and prints {@code baseline peak afterTrim committedAfterTrim} (bytes)
- * on one line.
+ * trims, and prints {@code baseline peak afterTrim committedAfterTrim source}
+ * (bytes, then the chunk source's name) on one line.
  */
 public final class TrimResidentMain {
 
@@ -59,7 +59,8 @@ public final class TrimResidentMain {
         }
         pool.trim();
         long after = residentBytes();
-        System.out.println(baseline + " " + peak + " " + after + " " + pool.committedBytes());
+        System.out.println(baseline + " " + peak + " " + after + " " + pool.committedBytes() + " "
+                + pool.config().chunkSource());
     }
 
     static long residentBytes() throws IOException {

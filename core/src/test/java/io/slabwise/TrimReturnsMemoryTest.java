@@ -1,5 +1,6 @@
 package io.slabwise;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
@@ -7,6 +8,7 @@ import org.junit.jupiter.api.condition.OS;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -26,12 +28,36 @@ class TrimReturnsMemoryTest {
 
     private static final long MIB = 1024 * 1024;
 
+    /** On this JVM (Java 17: chunks are direct buffers from malloc). */
     @Test
     @EnabledOnOs(OS.LINUX)
     void trimBringsCommittedToZeroAndResidentMemoryDown() throws Exception {
         String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder builder = new ProcessBuilder(javaBinary, "-Xmx128m", "-XX:MaxDirectMemorySize=2g",
-                "-cp", System.getProperty("java.class.path"), TrimResidentMain.class.getName(), "384");
+        runAndCheck(javaBinary, System.getProperty("java.class.path"), "direct");
+    }
+
+    /**
+     * On a Java 22+ JVM, when one is installed: chunks are mapped with mmap
+     * through the Foreign Function and Memory API. The versioned classes of the
+     * multi-release jar come first on the class path, as a jar would resolve them.
+     */
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void mappedChunksOnJava22GoBackToTheOperatingSystem() throws Exception {
+        Path java22 = Path.of(System.getProperty("slabwise.test.jdk22", "/usr/lib/jvm/temurin-25-jdk-amd64"), "bin", "java");
+        Path versioned = Path.of("target", "classes", "META-INF", "versions", "22");
+        Assumptions.assumeTrue(Files.isExecutable(java22) && Files.isDirectory(versioned),
+                "no Java 22+ JVM or no Java 22 classes built");
+        String classPath = versioned.toAbsolutePath() + java.io.File.pathSeparator + System.getProperty("java.class.path");
+        runAndCheck(java22.toString(), classPath, "mapped", "--enable-native-access=ALL-UNNAMED");
+    }
+
+    private static void runAndCheck(String javaBinary, String classPath, String expectedSource, String... jvmOptions)
+            throws Exception {
+        List<String> command = new java.util.ArrayList<>(List.of(javaBinary, "-Xmx128m", "-XX:MaxDirectMemorySize=2g"));
+        command.addAll(List.of(jvmOptions));
+        command.addAll(List.of("-cp", classPath, TrimResidentMain.class.getName(), "384"));
+        ProcessBuilder builder = new ProcessBuilder(command);
         builder.redirectErrorStream(true);
         Process process = builder.start();
         String last = null;
@@ -44,12 +70,14 @@ class TrimReturnsMemoryTest {
         assertTrue(process.waitFor(120, TimeUnit.SECONDS), "the forked JVM did not finish");
         assertEquals(0, process.exitValue(), "forked JVM failed: " + last);
         assertNotNull(last);
-        List<Long> figures = Arrays.stream(last.trim().split(" ")).map(Long::parseLong).toList();
+        String[] fields = last.trim().split(" ");
+        assertEquals(expectedSource, fields[4], "chunk source");
+        List<Long> figures = Arrays.stream(fields).limit(4).map(Long::parseLong).toList();
         long baseline = figures.get(0);
         long peak = figures.get(1);
         long afterTrim = figures.get(2);
         long committed = figures.get(3);
-        String report = "baseline " + baseline / MIB + " MiB, peak " + peak / MIB + " MiB, after trim " + afterTrim / MIB
+        String report = expectedSource + ": baseline " + baseline / MIB + " MiB, peak " + peak / MIB + " MiB, after trim " + afterTrim / MIB
                 + " MiB, committed after trim " + committed;
         System.out.println(report);
         assertEquals(0, committed, report);
