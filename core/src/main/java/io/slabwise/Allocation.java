@@ -19,6 +19,8 @@ public final class Allocation {
 
     Chunk chunk;
     Category category;
+    /** The thread cache whose counters hold this allocation. */
+    ThreadCache owner;
     /** Who takes the memory back when it is not a plain pool allocation; null for those. */
     Releaser releaser;
     /** The releaser's own record of the allocation (e.g. the slab chunk a slice came from). */
@@ -77,6 +79,7 @@ public final class Allocation {
     void clear() {
         chunk = null;
         category = null;
+        owner = null;
         releaser = null;
         releaserToken = null;
         handle = 0;

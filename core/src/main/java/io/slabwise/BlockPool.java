@@ -194,7 +194,7 @@ public final class BlockPool implements Releaser {
         out.reserved = blockSize;
         out.releaser = this;
         out.releaserToken = new BlockToken(chunk, slot);
-        pool.countAllocation(category, blockSize, blockSize);
+        pool.countAllocation(category, blockSize, blockSize, out);
     }
 
     @Override

@@ -16,6 +16,9 @@ import java.util.regex.Pattern;
  */
 public final class Category {
 
+    /** The most categories a pool has; they are metric tag values and must stay few. */
+    public static final int MAX_CATEGORIES = 64;
+
     /** The name of the category of buffers allocated without one. */
     public static final String DEFAULT_NAME = "network";
 

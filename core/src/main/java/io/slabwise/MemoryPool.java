@@ -47,7 +47,9 @@ public final class MemoryPool {
     /** Every live thread cache; guarded by itself. */
     private final List<ThreadCache> registry = new ArrayList<>();
     /** Counters folded in from caches of dead threads, laid out as in a thread cache; guarded by the registry. */
-    private long[] retiredCounts = new long[ThreadCache.FIELDS * 4];
+    private final long[] retiredCounts = new long[ThreadCache.COUNTERS];
+    /** Caches of dead threads whose allocations are not all released yet; guarded by the registry. */
+    private final List<ThreadCache> dying = new ArrayList<>();
     private final ConcurrentHashMap<String, Category> categoriesByName = new ConcurrentHashMap<>();
     /** Categories by id; replaced by a longer copy when one is added (under {@code categoriesByName}'s lock). */
     private volatile Category[] categories = new Category[0];
@@ -109,6 +111,10 @@ public final class MemoryPool {
                 return existing;
             }
             Category[] current = categories;
+            if (current.length == Category.MAX_CATEGORIES) {
+                throw new IllegalStateException("a pool has at most " + Category.MAX_CATEGORIES
+                        + " categories; cannot add '" + name + "' to " + categoriesByName.keySet());
+            }
             Long quota = config.quotas().get(name);
             Category created = new Category(this, name, current.length, quota != null,
                     quota != null ? quota : Long.MAX_VALUE, config.categoryPolicies().get(name));
@@ -435,7 +441,8 @@ public final class MemoryPool {
         ThreadCache cache = threadCache();
         Category category = allocation.category;
         int reserved = allocation.reserved;
-        cache.countRelease(category, allocation.requested, reserved);
+        ThreadCache owner = allocation.owner;
+        owner.countRelease(category, allocation.requested, reserved, owner == cache);
         if (allocation.releaser != null) {
             allocation.releaser.release(allocation);
             allocation.clear();
@@ -473,8 +480,7 @@ public final class MemoryPool {
             if (!allocation.releaser.resizeInPlace(allocation, newRequested)) {
                 return false;
             }
-            threadCache().countResize(allocation.category, (long) newRequested - allocation.requested);
-            allocation.requested = newRequested;
+            countResize(allocation, newRequested);
             return true;
         }
         boolean sameClass = allocation.chunk.huge
@@ -483,9 +489,14 @@ public final class MemoryPool {
         if (!sameClass) {
             return false;
         }
-        threadCache().countResize(allocation.category, (long) newRequested - allocation.requested);
-        allocation.requested = newRequested;
+        countResize(allocation, newRequested);
         return true;
+    }
+
+    private void countResize(Allocation allocation, int newRequested) {
+        ThreadCache owner = allocation.owner;
+        owner.countResize(allocation.category, (long) newRequested - allocation.requested, owner == caches.get());
+        allocation.requested = newRequested;
     }
 
     /**
@@ -535,12 +546,13 @@ public final class MemoryPool {
         out.category = category;
         out.requested = requested;
         out.reserved = reservedBytes;
-        cache.countAllocation(category, requested, out.reserved);
+        cache.countAllocation(category, requested, out.reserved, out);
         return Attempt.DONE;
     }
 
-    void countAllocation(Category category, int requested, int reserved) {
-        threadCache().countAllocation(category, requested, reserved);
+    /** Counts an allocation made by a specialised allocator on the calling thread. */
+    void countAllocation(Category category, int requested, int reserved, Allocation out) {
+        threadCache().countAllocation(category, requested, reserved, out);
     }
 
     SizeClasses sizes() {
@@ -561,7 +573,7 @@ public final class MemoryPool {
         out.category = category;
         out.requested = requested;
         out.reserved = size;
-        cache.countAllocation(category, requested, size);
+        cache.countAllocation(category, requested, size, out);
     }
 
     private void freeHuge(Chunk chunk) {
@@ -652,9 +664,17 @@ public final class MemoryPool {
                 ThreadCache cache = registry.get(i);
                 if (cache.isOwnerDead()) {
                     registry.remove(i);
-                    retiredCounts = Arrays.copyOf(retiredCounts, Math.max(retiredCounts.length, counterLength()));
-                    cache.addCountsTo(retiredCounts);
+                    dying.add(cache);
                     dead.add(cache);
+                }
+            }
+            // a dead thread's counters can still change while other threads release what it allocated;
+            // once nothing of it is live, they are final and fold into the retired totals
+            for (int i = dying.size() - 1; i >= 0; i--) {
+                ThreadCache cache = dying.get(i);
+                if (cache.liveAllocations() == 0) {
+                    dying.remove(i);
+                    cache.addCountsTo(retiredCounts);
                 }
             }
         }
@@ -708,18 +728,14 @@ public final class MemoryPool {
         return limit.committed();
     }
 
-    private int counterLength() {
-        return categories.length * ThreadCache.FIELDS;
-    }
-
     /** Every counter, per category, summed over live and dead threads. */
     private long[] counters() {
         synchronized (registry) {
-            long[] totals = new long[counterLength()];
-            for (int i = 0; i < Math.min(totals.length, retiredCounts.length); i++) {
-                totals[i] = retiredCounts[i];
-            }
+            long[] totals = retiredCounts.clone();
             for (ThreadCache cache : registry) {
+                cache.addCountsTo(totals);
+            }
+            for (ThreadCache cache : dying) {
                 cache.addCountsTo(totals);
             }
             return totals;

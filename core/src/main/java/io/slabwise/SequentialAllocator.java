@@ -165,7 +165,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         out.reserved = reserved;
         out.releaser = this;
         out.releaserToken = slab;
-        pool.countAllocation(category, requested, reserved);
+        pool.countAllocation(category, requested, reserved, out);
         return true;
     }
 

@@ -27,10 +27,13 @@ import java.lang.ref.WeakReference;
  * of the stack), oldest first.
  *
  * <h2>Accounting</h2>
- * Live requested and reserved bytes of allocations made or released by this
- * thread are single-writer fields. The owner brackets each update with a
- * version counter (odd while updating), so a reader on another thread retries
- * until it reads a pair that belongs together.
+ * A cache counts the allocations its thread makes, per category: requested
+ * and reserved bytes, allocations and releases. Changes the owner makes are
+ * single-writer fields that it brackets with a version counter (odd while
+ * updating); releases and resizes by other threads go to a separate array with
+ * atomic adds. Readers see every allocation of a cache either live or
+ * released (see {@link #addCountsTo}), so a snapshot never shows a release
+ * without its allocation.
  */
 final class ThreadCache {
 
@@ -38,14 +41,11 @@ final class ThreadCache {
     static final int SWEEP_INTERVAL = 8192;
 
     private static final VarHandle VERSION;
-    private static final VarHandle COUNTERS;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
 
     static {
         try {
-            MethodHandles.Lookup lookup = MethodHandles.lookup();
-            VERSION = lookup.findVarHandle(ThreadCache.class, "version", long.class);
-            COUNTERS = lookup.findVarHandle(ThreadCache.class, "counters", long[].class);
+            VERSION = MethodHandles.lookup().findVarHandle(ThreadCache.class, "version", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -57,6 +57,7 @@ final class ThreadCache {
     static final int RESERVED = 1;
     static final int ALLOCATIONS = 2;
     static final int RELEASES = 3;
+    static final int COUNTERS = Category.MAX_CATEGORIES * FIELDS;
 
     final MemoryPool pool;
     final Arena arena;
@@ -71,8 +72,10 @@ final class ThreadCache {
     private volatile boolean flushRequested;
 
     private long version;
-    /** Single-writer counters, replaced by a larger copy when a new category appears. */
-    private long[] counters = new long[FIELDS * 4];
+    /** Counters of allocations made by this thread, as changed by this thread; single writer. */
+    private final long[] counters = new long[COUNTERS];
+    /** Changes other threads made to allocations of this thread (releases, resizes); atomic adds. */
+    private final long[] remote = new long[COUNTERS];
 
     ThreadCache(MemoryPool pool, Arena arena, Thread owner, int maxCachedSize, int maxCachedBytesPerClass, int maxEntriesPerClass) {
         this.pool = pool;
@@ -123,7 +126,7 @@ final class ThreadCache {
         out.category = category;
         out.requested = requested;
         out.reserved = sizes.size(sizeIndex);
-        countAllocation(category, requested, out.reserved);
+        countAllocation(category, requested, out.reserved, out);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
@@ -149,69 +152,92 @@ final class ThreadCache {
         }
     }
 
-    void countAllocation(Category category, long requestedBytes, long reservedBytes) {
-        long[] c = countersFor(category);
+    /** Counts a new allocation of this thread and makes this cache its owner. Owner thread only. */
+    void countAllocation(Category category, long requestedBytes, long reservedBytes, Allocation out) {
+        long[] c = counters;
         int base = category.id * FIELDS;
         VERSION.setRelease(this, version + 1);
         SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] + reservedBytes);
         SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedBytes);
         SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
         VERSION.setRelease(this, version + 1);
-    }
-
-    void countRelease(Category category, long requestedBytes, long reservedBytes) {
-        long[] c = countersFor(category);
-        int base = category.id * FIELDS;
-        VERSION.setRelease(this, version + 1);
-        SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] - requestedBytes);
-        SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] - reservedBytes);
-        SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
-        VERSION.setRelease(this, version + 1);
-    }
-
-    /** Changes the requested size of a live allocation that keeps its size class. */
-    void countResize(Category category, long requestedDelta) {
-        long[] c = countersFor(category);
-        int base = category.id * FIELDS;
-        VERSION.setRelease(this, version + 1);
-        SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedDelta);
-        VERSION.setRelease(this, version + 1);
-    }
-
-    private long[] countersFor(Category category) {
-        long[] c = counters;
-        int needed = (category.id + 1) * FIELDS;
-        if (needed > c.length) {
-            c = java.util.Arrays.copyOf(c, Math.max(needed, c.length * 2));
-            COUNTERS.setRelease(this, c);
-        }
-        return c;
+        out.owner = this;
     }
 
     /**
-     * Adds this cache's counters to {@code into}, indexed as the counters are
-     * ({@code category id * FIELDS + field}); {@code into} must be long enough
-     * for every category the pool knows. Any thread; retries while the owner is
-     * mid-update, so the figures of one cache always belong together.
+     * Counts the release of an allocation this cache owns. On the owner thread
+     * the single-writer counters change; on any other thread the remote ones,
+     * with atomic adds, the release count last, so that an allocation never
+     * looks released before its bytes are.
+     */
+    void countRelease(Category category, long requestedBytes, long reservedBytes, boolean onOwnerThread) {
+        int base = category.id * FIELDS;
+        if (onOwnerThread) {
+            long[] c = counters;
+            VERSION.setRelease(this, version + 1);
+            SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] - requestedBytes);
+            SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] - reservedBytes);
+            SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
+            VERSION.setRelease(this, version + 1);
+        } else {
+            SLOT.getAndAdd(remote, base + REQUESTED, -requestedBytes);
+            SLOT.getAndAdd(remote, base + RESERVED, -reservedBytes);
+            SLOT.getAndAdd(remote, base + RELEASES, 1L);
+        }
+    }
+
+    /** Changes the requested size of a live allocation this cache owns, which keeps its size class. */
+    void countResize(Category category, long requestedDelta, boolean onOwnerThread) {
+        int base = category.id * FIELDS;
+        if (onOwnerThread) {
+            long[] c = counters;
+            VERSION.setRelease(this, version + 1);
+            SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedDelta);
+            VERSION.setRelease(this, version + 1);
+        } else {
+            SLOT.getAndAdd(remote, base + REQUESTED, requestedDelta);
+        }
+    }
+
+    /**
+     * Adds this cache's counters to {@code into} (laid out as the counters are).
+     * Any thread. The remote changes are read first: a release seen there was
+     * preceded by its allocation, which the owner's counters, read next, then
+     * show. The owner's counters are read inside their version bracket,
+     * retrying while the owner is mid-update. So every allocation of this cache
+     * is counted either as live or as released, never half of each.
      */
     void addCountsTo(long[] into) {
-        long[] copy = new long[into.length];
+        long[] copy = new long[COUNTERS];
+        for (int i = 0; i < COUNTERS; i++) {
+            copy[i] = (long) SLOT.getAcquire(remote, i);
+        }
+        long[] own = new long[COUNTERS];
         while (true) {
             long before = (long) VERSION.getAcquire(this);
-            long[] c = (long[]) COUNTERS.getAcquire(this);
-            int n = Math.min(c.length, copy.length);
-            for (int i = 0; i < n; i++) {
-                copy[i] = (long) SLOT.getAcquire(c, i);
+            for (int i = 0; i < COUNTERS; i++) {
+                own[i] = (long) SLOT.getAcquire(counters, i);
             }
             VarHandle.loadLoadFence();
             if ((before & 1) == 0 && (long) VERSION.getAcquire(this) == before) {
-                for (int i = 0; i < n; i++) {
-                    into[i] += copy[i];
-                }
-                return;
+                break;
             }
             Thread.onSpinWait();
         }
+        for (int i = 0; i < COUNTERS; i++) {
+            into[i] += copy[i] + own[i];
+        }
+    }
+
+    /** Allocations owned by this cache not yet released. Reliable once the owner is dead. */
+    long liveAllocations() {
+        long[] totals = new long[COUNTERS];
+        addCountsTo(totals);
+        long live = 0;
+        for (int i = 0; i < COUNTERS; i += FIELDS) {
+            live += totals[i + ALLOCATIONS] - totals[i + RELEASES];
+        }
+        return live;
     }
 
     /** Asks the owner to give back everything cached, at its next operation. Any thread. */
