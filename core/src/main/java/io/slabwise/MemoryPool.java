@@ -55,6 +55,8 @@ public final class MemoryPool {
     private volatile Category[] categories = new Category[0];
     private final Category defaultCategory;
     private final MemoryLimit limit;
+    /** True while a snapshot reads the accounting counters. */
+    private volatile boolean snapshotting;
     private final AtomicLong hugeCommitted = new AtomicLong();
     private final AtomicLong hugeCount = new AtomicLong();
 
@@ -632,8 +634,26 @@ public final class MemoryPool {
     }
 
     private ThreadCache threadCache() {
+        if (snapshotting) {
+            awaitSnapshot();
+        }
         ThreadCache cache = caches.get();
         return cache != null ? cache : newThreadCache();
+    }
+
+    /**
+     * Holds an allocation or release back while a snapshot reads the counters
+     * (microseconds), so that no memory is released and reused between the
+     * reads of two thread caches and counted twice.
+     */
+    private void awaitSnapshot() {
+        for (int spins = 0; snapshotting; spins++) {
+            if (spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
     }
 
     private ThreadCache newThreadCache() {
@@ -674,7 +694,7 @@ public final class MemoryPool {
                 ThreadCache cache = dying.get(i);
                 if (cache.liveAllocations() == 0) {
                     dying.remove(i);
-                    cache.addCountsTo(retiredCounts);
+                    cache.addCountsTo(retiredCounts, Category.MAX_CATEGORIES);
                 }
             }
         }
@@ -730,15 +750,36 @@ public final class MemoryPool {
 
     /** Every counter, per category, summed over live and dead threads. */
     private long[] counters() {
+        return counters(null);
+    }
+
+    /**
+     * Every counter, per category, summed over live and dead threads, read
+     * while allocations and releases that have not started yet wait (see
+     * {@link #awaitSnapshot}); one already under way on each thread may still
+     * complete. {@code committedOut[0]}, when given, receives the larger of the
+     * committed bytes before and after the read.
+     */
+    private long[] counters(long[] committedOut) {
         synchronized (registry) {
-            long[] totals = retiredCounts.clone();
-            for (ThreadCache cache : registry) {
-                cache.addCountsTo(totals);
+            snapshotting = true;
+            try {
+                long committedBefore = limit.committed();
+                long[] totals = retiredCounts.clone();
+                int known = categories.length;
+                for (ThreadCache cache : registry) {
+                    cache.addCountsTo(totals, known);
+                }
+                for (ThreadCache cache : dying) {
+                    cache.addCountsTo(totals, known);
+                }
+                if (committedOut != null) {
+                    committedOut[0] = Math.max(committedBefore, limit.committed());
+                }
+                return totals;
+            } finally {
+                snapshotting = false;
             }
-            for (ThreadCache cache : dying) {
-                cache.addCountsTo(totals);
-            }
-            return totals;
         }
     }
 
@@ -758,7 +799,8 @@ public final class MemoryPool {
             arenaSnapshots[i] = arenas[i].snapshot();
         }
         Category[] known = categories;
-        long[] counters = counters();
+        long[] committedNow = new long[1];
+        long[] counters = counters(committedNow);
         List<CategoryStats> perCategory = new ArrayList<>(known.length);
         for (Category category : known) {
             int base = category.id * ThreadCache.FIELDS;
@@ -769,7 +811,7 @@ public final class MemoryPool {
             }
         }
         return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
-                limit.committed(), hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
+                committedNow[0], hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
                 total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory);
     }
 

@@ -200,39 +200,65 @@ final class ThreadCache {
     }
 
     /**
-     * Adds this cache's counters to {@code into} (laid out as the counters are).
-     * Any thread. The remote changes are read first: a release seen there was
-     * preceded by its allocation, which the owner's counters, read next, then
-     * show. The owner's counters are read inside their version bracket,
-     * retrying while the owner is mid-update. So every allocation of this cache
-     * is counted either as live or as released, never half of each.
+     * Adds this cache's counters for the first {@code categories} categories to
+     * {@code into} (laid out as the counters are), as they stood at one moment.
+     * Any thread. It reads the remote changes, then the owner's counters inside
+     * their version bracket, then the remote changes again, and retries until
+     * neither moved in between: every allocation of this cache is then counted
+     * either as live or as released, never half of each. After
+     * {@code maxTries} attempts it settles for a last read in which the remote
+     * changes are read first, so a release is never seen without its allocation.
      */
-    void addCountsTo(long[] into) {
-        long[] copy = new long[COUNTERS];
-        for (int i = 0; i < COUNTERS; i++) {
-            copy[i] = (long) SLOT.getAcquire(remote, i);
-        }
-        long[] own = new long[COUNTERS];
-        while (true) {
+    void addCountsTo(long[] into, int categories) {
+        int n = Math.min(COUNTERS, categories * FIELDS);
+        long[] remoteBefore = new long[n];
+        long[] own = new long[n];
+        for (int attempt = 0; ; attempt++) {
+            readRemote(remoteBefore, n);
             long before = (long) VERSION.getAcquire(this);
-            for (int i = 0; i < COUNTERS; i++) {
+            if ((before & 1) != 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            for (int i = 0; i < n; i++) {
                 own[i] = (long) SLOT.getAcquire(counters, i);
             }
             VarHandle.loadLoadFence();
-            if ((before & 1) == 0 && (long) VERSION.getAcquire(this) == before) {
+            if ((long) VERSION.getAcquire(this) != before) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (attempt >= MAX_SNAPSHOT_TRIES || remoteUnchanged(remoteBefore, n)) {
                 break;
             }
-            Thread.onSpinWait();
         }
-        for (int i = 0; i < COUNTERS; i++) {
-            into[i] += copy[i] + own[i];
+        for (int i = 0; i < n; i++) {
+            into[i] += remoteBefore[i] + own[i];
         }
+    }
+
+    /** How often {@link #addCountsTo} retries for a read in which nothing moved. */
+    private static final int MAX_SNAPSHOT_TRIES = 64;
+
+    private void readRemote(long[] into, int n) {
+        for (int i = 0; i < n; i++) {
+            into[i] = (long) SLOT.getAcquire(remote, i);
+        }
+    }
+
+    private boolean remoteUnchanged(long[] seen, int n) {
+        for (int i = 0; i < n; i++) {
+            if ((long) SLOT.getAcquire(remote, i) != seen[i]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Allocations owned by this cache not yet released. Reliable once the owner is dead. */
     long liveAllocations() {
         long[] totals = new long[COUNTERS];
-        addCountsTo(totals);
+        addCountsTo(totals, Category.MAX_CATEGORIES);
         long live = 0;
         for (int i = 0; i < COUNTERS; i += FIELDS) {
             live += totals[i + ALLOCATIONS] - totals[i + RELEASES];

@@ -18,10 +18,16 @@
  *       through {@code Thread.isAlive()} (which orders all of its actions before
  *       the observation), the pool flushes them. Live owners are asked to flush
  *       through a volatile flag.</li>
- *   <li><b>Accounting</b> counters in a ThreadCache are single-writer: the owner
- *       writes them with release stores inside an odd/even version bracket, and
- *       readers load them with acquire loads, retrying while the version is odd or
- *       changes.</li>
+ *   <li><b>Accounting</b>: each allocation is counted by the thread cache of the
+ *       thread that made it (its <em>owner</em>). The owner's counters are
+ *       single-writer: written with release stores inside an odd/even version
+ *       bracket, read with acquire loads, retried while the version is odd or
+ *       changes. Releases and resizes by other threads go to the owner's remote
+ *       counters with atomic adds. A snapshot briefly holds back allocations and
+ *       releases that have not started (a volatile flag checked on entry) while
+ *       it reads every cache, so no memory is released and reused between the
+ *       reads of two caches and counted twice: every snapshot has
+ *       {@code requested <= reserved <= committed}.</li>
  *   <li><b>Cross-thread release</b>: a thread that frees memory of an arena it is
  *       not bound to hands it over through that arena's
  *       {@code RemoteFreeQueue} (CAS to claim a slot, release store to publish),
