@@ -56,6 +56,7 @@ public final class EchoServerDemo {
     }
 
     /** Runs the demo for {@code seconds}; returns whether every echo and every buffer checked out. */
+    @SuppressWarnings("deprecation") // NioEventLoopGroup: deprecated in Netty 4.2, the way to go in 4.1
     public static boolean run(int seconds) throws Exception {
         SlabwiseAllocator allocator = SlabwiseAllocator.builder().build();
         EventLoopGroup boss = new NioEventLoopGroup(1);
