@@ -35,7 +35,20 @@ public final class SequentialByteBufAllocator {
      * @throws io.slabwise.MemoryLimitException at a limit under {@code FAIL}, or when a wait timed out
      */
     public ByteBuf allocate(int size) {
-        return parent.tryNewDirectBuffer(view, sequential, size, Integer.MAX_VALUE);
+        return allocate(size, Integer.MAX_VALUE);
+    }
+
+    /**
+     * A direct buffer of exactly {@code size} bytes that may grow to
+     * {@code maxCapacity} (moving to a new slice when it does).
+     *
+     * @see #allocate(int)
+     */
+    public ByteBuf allocate(int size, int maxCapacity) {
+        if (maxCapacity < size) {
+            throw new IllegalArgumentException("size: " + size + " (expected: not greater than maxCapacity(" + maxCapacity + "))");
+        }
+        return parent.tryNewDirectBuffer(view, sequential, size, maxCapacity);
     }
 
     /** The category its buffers are accounted to. */

@@ -141,14 +141,12 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     protected void deallocate() {
+        // allocator, pool and source stay: Netty may call alloc() on a released buffer before
+        // the accessibility check (ensureWritable), which must then throw IllegalReferenceCountException
         pool.free(allocation);
-        allocator = null;
-        pool = null;
-        source = null;
         if (recyclerHandle != null) {
             recyclerHandle.recycle(this);
         } else {
-            memory = null;
             tmpNioBuffer = null;
         }
     }
