@@ -1,0 +1,62 @@
+package io.slabwise.benchmarks;
+
+import io.netty.buffer.AdaptiveByteBufAllocator;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.slabwise.netty.SlabwiseAllocator;
+
+/**
+ * The allocators every benchmark compares, each in its best realistic setting.
+ *
+ * <ul>
+ *   <li>{@code slabwise}: {@link SlabwiseAllocator} with its defaults; thread
+ *       caches work on every thread.</li>
+ *   <li>{@code pooled}: Netty's {@link PooledByteBufAllocator} preferring direct
+ *       buffers, with {@code useCacheForAllThreads=true}: by default Netty gives
+ *       thread caches only to its own {@code FastThreadLocalThread}s, and JMH's
+ *       threads are not those, so without the flag it would run uncached, which
+ *       no Netty server does.</li>
+ *   <li>{@code adaptive}: Netty's {@link AdaptiveByteBufAllocator} (the Netty 4.2
+ *       default), preferring direct buffers.</li>
+ *   <li>{@code unpooled}: Netty's {@link UnpooledByteBufAllocator}, for scale.</li>
+ * </ul>
+ *
+ * A fresh allocator is made for every trial.
+ */
+public enum AllocatorKind {
+    /** Slabwise with its defaults. */
+    slabwise {
+        @Override
+        public ByteBufAllocator create() {
+            return SlabwiseAllocator.builder().build();
+        }
+    },
+    /** Netty's pooled allocator with thread caches on all threads. */
+    pooled {
+        @Override
+        public ByteBufAllocator create() {
+            return new PooledByteBufAllocator(true, PooledByteBufAllocator.defaultNumHeapArena(),
+                    PooledByteBufAllocator.defaultNumDirectArena(), PooledByteBufAllocator.defaultPageSize(),
+                    PooledByteBufAllocator.defaultMaxOrder(), PooledByteBufAllocator.defaultSmallCacheSize(),
+                    PooledByteBufAllocator.defaultNormalCacheSize(), true);
+        }
+    },
+    /** Netty's adaptive allocator. */
+    adaptive {
+        @Override
+        public ByteBufAllocator create() {
+            return new AdaptiveByteBufAllocator(true, true);
+        }
+    },
+    /** Netty's unpooled allocator. */
+    unpooled {
+        @Override
+        public ByteBufAllocator create() {
+            return new UnpooledByteBufAllocator(true);
+        }
+    };
+
+    /** A new allocator of this kind. */
+    public abstract ByteBufAllocator create();
+}
