@@ -78,8 +78,39 @@ final class Arena {
     }
 
     private void allocateSmall(int sizeIndex, Allocation out) {
+        Subpage subpage = subpageWithFree(sizeIndex, true);
+        out.handle = takeElement(subpage);
+        out.chunk = subpage.chunk;
+    }
+
+    /**
+     * Takes up to {@code max} elements of a small size class into
+     * {@code chunksOut}/{@code handlesOut} from index 0, for a thread cache
+     * refill: one lock for many allocations. Only the first element may make a
+     * new subpage; the rest come from subpages that already have room, so a
+     * refill never grows the arena by more than one subpage.
+     *
+     * @return how many elements were taken, at least 1
+     */
+    synchronized int allocateSmallBatch(int sizeIndex, Chunk[] chunksOut, long[] handlesOut, int max) {
+        remoteFrees.drain(this);
+        int n = 0;
+        while (n < max) {
+            Subpage subpage = subpageWithFree(sizeIndex, n == 0);
+            if (subpage == null) {
+                break;
+            }
+            handlesOut[n] = takeElement(subpage);
+            chunksOut[n] = subpage.chunk;
+            n++;
+        }
+        return n;
+    }
+
+    /** The first subpage of a class with a free element; a new one when {@code mayCreate} and there is none. */
+    private Subpage subpageWithFree(int sizeIndex, boolean mayCreate) {
         Subpage subpage = subpageHeads[sizeIndex];
-        if (subpage == null) {
+        if (subpage == null && mayCreate) {
             int runPages = sizes.subpageRunPages(sizeIndex);
             Chunk chunk = chunkWithRun(runPages);
             long run = chunk.allocateRun(runPages);
@@ -87,24 +118,17 @@ final class Arena {
             chunk.setSubpage(subpage.runStart, subpage);
             linkSubpage(subpage);
         }
+        return subpage;
+    }
+
+    private long takeElement(Subpage subpage) {
         long handle = subpage.allocate();
         if (!subpage.hasFree()) {
             unlinkSubpage(subpage);
         }
         subpage.chunk.usedBytes += subpage.elementSize;
         usedBytes += subpage.elementSize;
-        out.chunk = subpage.chunk;
-        out.handle = handle;
-    }
-
-    /** Takes a run of exactly {@code runPages} pages, whatever the size classes; fills {@code out}'s chunk and handle. */
-    synchronized void allocateRun(int runPages, Allocation out) {
-        remoteFrees.drain(this);
-        Chunk chunk = chunkWithRun(runPages);
-        out.chunk = chunk;
-        out.handle = chunk.allocateRun(runPages);
-        chunk.usedBytes += (long) runPages << pageShift;
-        usedBytes += (long) runPages << pageShift;
+        return handle;
     }
 
     /** Frees memory of this arena; the caller holds no arena lock. */

@@ -6,39 +6,43 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The block pool: fixed-size blocks (1 MiB by default) for large payloads such
- * as the entries of an LRU block cache. A payload is stored as a sequence of
- * whole blocks plus a tail, so the chunks that hold blocks never see variable
- * sizes and cannot fragment externally.
+ * as the entries of an LRU block cache. A payload is stored as whole blocks,
+ * then whole sub-blocks (1/16 of a block, 64 KiB by default), then a small
+ * remainder, so the chunks that hold blocks and sub-blocks only ever see one
+ * size each and cannot fragment externally: any free slot fits the next
+ * request of its size.
  *
  * <pre>
- *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ tail: run of whole pages ][ last partial page ]
- *                          from block chunks           from the general pool, same category
- *  block chunk (4 MiB):  [ b0 | b1 | b2 | b3 ]   a bitmap of free blocks
+ *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ sub 64 KiB ] x4 [ remainder &lt; 64 KiB ]
+ *                        from block chunks             from sub-block    from the general pool,
+ *                                                      chunks            same category
+ *  block chunk (4 MiB):     [ b0 | b1 | b2 | b3 ]            a bitmap of free slots
+ *  sub-block chunk (4 MiB): [ s0 | s1 | ... | s63 ]
  * </pre>
  *
- * <h2>The tail</h2>
- * The part of a payload after its last whole block is served by the general
- * pool in the same category: its whole pages as a run of exactly that many
- * pages, and the remaining bytes (under a page) from a size class, rounded up
- * by at most 12.5% of less than a page. A payload therefore reserves at most
- * about 1 KiB more than it asked for: under 2% at 64 KiB, under 0.02% at 8 MiB.
+ * <h2>What a payload reserves</h2>
+ * Blocks and sub-blocks exactly; the remainder (under a sub-block) from the
+ * general pool's size classes, rounded up by at most 12.5%. A payload therefore
+ * reserves at most one eighth of a sub-block (8 KiB by default) more than it
+ * asked for, and far less on average.
  *
  * <h2>Threads</h2>
- * Block chunks are spread over stripes, each with its own lock; a thread takes
- * blocks from the stripe chosen by its id, and a block goes back to the stripe
- * of its chunk, from whatever thread releases it. No lock is global. A chunk
- * whose blocks are all free goes back to the pool, except one per stripe, kept
- * for reuse.
+ * Chunks of each slot size are spread over stripes, each with its own lock; a
+ * thread takes slots from the stripe chosen by its id, and a slot goes back to
+ * the stripe of its chunk, from whatever thread releases it. No lock is
+ * global. A chunk whose slots are all free goes back to the pool at once (the
+ * pool keeps idle chunks for reuse); a new slot is taken from the fullest
+ * chunk that has one, so lightly used chunks can empty out.
  */
 public final class BlockPool implements Releaser {
 
+    /** How many sub-blocks make a block. */
+    static final int SUB_BLOCKS_PER_BLOCK = 16;
+
     private final MemoryPool pool;
     private final Category category;
-    private final int blockSize;
-    private final int blocksPerChunk;
-    private final int pageSize;
-    private final Stripe[] stripes;
-    private final AtomicLong liveBlocks = new AtomicLong();
+    private final SlotSize blocks;
+    private final SlotSize subBlocks;
 
     BlockPool(MemoryPool pool, Category category, int blockSize, int stripes) {
         int chunkSize = pool.chunkSize();
@@ -51,13 +55,8 @@ public final class BlockPool implements Releaser {
         }
         this.pool = pool;
         this.category = category;
-        this.blockSize = blockSize;
-        this.blocksPerChunk = chunkSize / blockSize;
-        this.pageSize = PoolConfig.PAGE_SIZE;
-        this.stripes = new Stripe[stripes];
-        for (int i = 0; i < stripes; i++) {
-            this.stripes[i] = new Stripe();
-        }
+        this.blocks = new SlotSize(blockSize, chunkSize, stripes);
+        this.subBlocks = new SlotSize(Math.max(PoolConfig.PAGE_SIZE, blockSize / SUB_BLOCKS_PER_BLOCK), chunkSize, stripes);
     }
 
     /** The category payloads are accounted to. */
@@ -67,20 +66,26 @@ public final class BlockPool implements Releaser {
 
     /** The size of one block. */
     public int blockSize() {
-        return blockSize;
+        return blocks.slotSize;
     }
 
-    /** The general pool of this category: where tails come from, and where a block that must grow moves to. */
+    /** The size of one sub-block. */
+    public int subBlockSize() {
+        return subBlocks.slotSize;
+    }
+
+    /** The general pool of this category: where remainders come from, and where a part that must grow moves to. */
     public Allocator generalAllocator() {
         return category.allocator;
     }
 
     /**
-     * Allocates the parts of a payload of {@code size} bytes: whole blocks, then
-     * the tail. The returned allocations are live and each must be freed with
-     * {@link MemoryPool#free}; together they hold exactly {@code size} bytes of
-     * requested capacity. At a limit the category's policy applies to the
-     * payload as a whole: no part is kept unless all could be had.
+     * Allocates the parts of a payload of {@code size} bytes: whole blocks,
+     * whole sub-blocks, then the remainder. The returned allocations are live
+     * and each must be freed with {@link MemoryPool#free}; together they hold
+     * exactly {@code size} bytes of requested capacity. At a limit the
+     * category's policy applies to the payload as a whole: no part is kept
+     * unless all could be had.
      *
      * @return the parts, or null at a limit under {@link LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException when {@code size} is not positive
@@ -104,30 +109,22 @@ public final class BlockPool implements Releaser {
 
         @Override
         public int tryOnce(Category c, int size, Allocation unused) {
-            int blocks = size / blockSize;
-            int tail = size - blocks * blockSize;
-            int tailPages = tail / pageSize;
-            int lastBytes = tail - tailPages * pageSize;
-            List<Allocation> taken = new ArrayList<>(blocks + 2);
+            int wholeBlocks = size / blocks.slotSize;
+            int rest = size - wholeBlocks * blocks.slotSize;
+            int wholeSubBlocks = rest / subBlocks.slotSize;
+            int remainder = rest - wholeSubBlocks * subBlocks.slotSize;
+            List<Allocation> taken = new ArrayList<>(wholeBlocks + wholeSubBlocks + 1);
             int result = DONE;
             try {
-                for (int i = 0; i < blocks && result == DONE; i++) {
-                    Allocation block = new Allocation();
-                    result = tryBlock(block);
-                    if (result == DONE) {
-                        taken.add(block);
-                    }
+                for (int i = 0; i < wholeBlocks && result == DONE; i++) {
+                    result = take(blocks, taken);
                 }
-                if (result == DONE && tailPages > 0) {
-                    Allocation run = new Allocation();
-                    result = pool.tryAllocatePages(category, tailPages, tailPages * pageSize, run);
-                    if (result == DONE) {
-                        taken.add(run);
-                    }
+                for (int i = 0; i < wholeSubBlocks && result == DONE; i++) {
+                    result = take(subBlocks, taken);
                 }
-                if (result == DONE && lastBytes > 0) {
+                if (result == DONE && remainder > 0) {
                     Allocation last = new Allocation();
-                    result = pool.tryAllocate(category, lastBytes, last);
+                    result = pool.tryAllocate(category, remainder, last);
                     if (result == DONE) {
                         taken.add(last);
                     }
@@ -143,81 +140,42 @@ public final class BlockPool implements Releaser {
             parts = taken;
             return DONE;
         }
+
+        private int take(SlotSize slots, List<Allocation> taken) {
+            Allocation part = new Allocation();
+            int result = trySlot(slots, part);
+            if (result == DONE) {
+                taken.add(part);
+            }
+            return result;
+        }
     }
 
     /** Takes one whole block into {@code out}; the limit policy of the category applies. */
     public boolean allocateBlock(Allocation out) {
         MemoryPool.checkNotLive(out);
-        MemoryPool.Attempt attempt = (c, size, o) -> tryBlock(o);
-        int refusal = tryBlock(out);
-        return refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, blockSize, out, refusal);
+        MemoryPool.Attempt attempt = (c, size, o) -> trySlot(blocks, o);
+        int refusal = trySlot(blocks, out);
+        return refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, blocks.slotSize, out, refusal);
     }
 
-    private int tryBlock(Allocation out) {
-        if (!category.admit(blockSize)) {
+    private int trySlot(SlotSize slots, Allocation out) {
+        if (!category.admit(slots.slotSize)) {
             return MemoryPool.Attempt.QUOTA;
         }
         try {
-            takeBlock(out);
+            slots.take(out);
             return MemoryPool.Attempt.DONE;
         } catch (MemoryPool.CeilingReached e) {
-            category.release(blockSize);
+            category.release(slots.slotSize);
             return MemoryPool.Attempt.CEILING;
         }
     }
 
-    private void takeBlock(Allocation out) {
-        Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
-        BlockChunk chunk;
-        int slot;
-        synchronized (stripe) {
-            chunk = stripe.fullestWithFreeBlock();
-            if (chunk == null) {
-                chunk = new BlockChunk(stripe);
-                pool.acquireChunk(chunk.memory);
-                stripe.chunks.add(chunk);
-            } else if (chunk.free == blocksPerChunk) {
-                stripe.emptyChunks--;
-            }
-            slot = chunk.take();
-        }
-        liveBlocks.incrementAndGet();
-        Allocation memory = chunk.memory;
-        long offset = (long) slot * blockSize;
-        out.chunk = memory.chunk;
-        out.handle = memory.handle;
-        out.sizeIndex = -1;
-        out.offset = (int) (memory.offset + offset);
-        out.address = memory.address + offset;
-        out.category = category;
-        out.requested = blockSize;
-        out.reserved = blockSize;
-        out.releaser = this;
-        out.releaserToken = new BlockToken(chunk, slot);
-        pool.countAllocation(category, blockSize, blockSize, out);
-    }
-
     @Override
     public void release(Allocation allocation) {
-        BlockToken token = (BlockToken) allocation.releaserToken;
-        BlockChunk chunk = token.chunk;
-        Stripe stripe = chunk.stripe;
-        boolean giveBack = false;
-        synchronized (stripe) {
-            chunk.put(token.slot);
-            if (chunk.free == blocksPerChunk) {
-                if (stripe.emptyChunks >= 1) {
-                    stripe.chunks.remove(chunk);
-                    giveBack = true;
-                } else {
-                    stripe.emptyChunks++;
-                }
-            }
-        }
-        liveBlocks.decrementAndGet();
-        if (giveBack) {
-            pool.releaseChunk(chunk.memory);
-        }
+        SlotToken token = (SlotToken) allocation.releaserToken;
+        token.chunk.owner().put(token.chunk, token.slot);
     }
 
     @Override
@@ -225,64 +183,139 @@ public final class BlockPool implements Releaser {
         return newRequested > 0 && newRequested <= allocation.reserved;
     }
 
-    /** Gives every chunk with no block in use back to the pool; returns how many. */
+    /** Gives every chunk with no slot in use back to the pool; returns how many. */
     public int trim() {
-        int released = 0;
-        for (Stripe stripe : stripes) {
-            List<BlockChunk> empty = new ArrayList<>();
-            synchronized (stripe) {
-                stripe.chunks.removeIf(c -> {
-                    if (c.free == blocksPerChunk) {
-                        empty.add(c);
-                        return true;
-                    }
-                    return false;
-                });
-                stripe.emptyChunks = 0;
-            }
-            for (BlockChunk c : empty) {
-                pool.releaseChunk(c.memory);
-                released++;
-            }
-        }
-        return released;
+        return blocks.trim() + subBlocks.trim();
     }
 
-    /** A snapshot: chunks held, blocks in use, blocks free. */
+    /** A snapshot: chunks held, blocks and sub-blocks in use and free. */
     public BlockStats stats() {
-        int chunks = 0;
-        int emptyChunks = 0;
-        long freeBlocks = 0;
-        for (Stripe stripe : stripes) {
-            synchronized (stripe) {
-                chunks += stripe.chunks.size();
-                emptyChunks += stripe.emptyChunks;
-                for (BlockChunk c : stripe.chunks) {
-                    freeBlocks += c.free;
-                }
-            }
-        }
-        return new BlockStats(category.name(), blockSize, pool.chunkSize(), chunks, emptyChunks, liveBlocks.get(), freeBlocks);
+        long[] b = blocks.counts();
+        long[] s = subBlocks.counts();
+        return new BlockStats(category.name(), blocks.slotSize, subBlocks.slotSize, pool.chunkSize(),
+                (int) (b[0] + s[0]), b[1], b[2], s[1], s[2]);
     }
 
     @Override
     public String toString() {
-        return "blocks(" + category + ", blockSize=" + blockSize + ')';
+        return "blocks(" + category + ", blockSize=" + blocks.slotSize + ", subBlockSize=" + subBlocks.slotSize + ')';
     }
 
-    /** Where a block came from. */
-    private record BlockToken(BlockChunk chunk, int slot) {
+    /** Where a slot came from. */
+    private record SlotToken(SlotChunk chunk, int slot) {
     }
 
-    /** A stripe: its block chunks, guarded by the stripe's monitor. */
+    /** The chunks of one slot size, spread over stripes. */
+    private final class SlotSize {
+        final int slotSize;
+        final int slotsPerChunk;
+        final Stripe[] stripes;
+
+        SlotSize(int slotSize, int chunkSize, int stripeCount) {
+            this.slotSize = slotSize;
+            this.slotsPerChunk = chunkSize / slotSize;
+            this.stripes = new Stripe[stripeCount];
+            for (int i = 0; i < stripeCount; i++) {
+                stripes[i] = new Stripe(this);
+            }
+        }
+
+        void take(Allocation out) {
+            Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
+            SlotChunk chunk;
+            int slot;
+            synchronized (stripe) {
+                chunk = stripe.fullestWithFreeSlot();
+                if (chunk == null) {
+                    chunk = new SlotChunk(stripe);
+                    pool.acquireChunk(chunk.memory);
+                    stripe.chunks.add(chunk);
+                }
+                slot = chunk.take();
+            }
+            stripe.live.incrementAndGet();
+            Allocation memory = chunk.memory;
+            long offset = (long) slot * slotSize;
+            out.chunk = memory.chunk;
+            out.handle = memory.handle;
+            out.sizeIndex = -1;
+            out.offset = (int) (memory.offset + offset);
+            out.address = memory.address + offset;
+            out.category = category;
+            out.requested = slotSize;
+            out.reserved = slotSize;
+            out.releaser = BlockPool.this;
+            out.releaserToken = new SlotToken(chunk, slot);
+            pool.countAllocation(category, slotSize, slotSize, out);
+        }
+
+        void put(SlotChunk chunk, int slot) {
+            Stripe stripe = chunk.stripe;
+            boolean empty;
+            synchronized (stripe) {
+                chunk.put(slot);
+                empty = chunk.free == slotsPerChunk;
+                if (empty) {
+                    stripe.chunks.remove(chunk);
+                }
+            }
+            stripe.live.decrementAndGet();
+            if (empty) {
+                pool.releaseChunk(chunk.memory);
+            }
+        }
+
+        int trim() {
+            int released = 0;
+            for (Stripe stripe : stripes) {
+                List<SlotChunk> empty = new ArrayList<>();
+                synchronized (stripe) {
+                    stripe.chunks.removeIf(c -> {
+                        if (c.free == slotsPerChunk) {
+                            empty.add(c);
+                            return true;
+                        }
+                        return false;
+                    });
+                }
+                for (SlotChunk c : empty) {
+                    pool.releaseChunk(c.memory);
+                    released++;
+                }
+            }
+            return released;
+        }
+
+        /** {chunks, slots in use, free slots in the chunks held}. */
+        long[] counts() {
+            long[] counts = new long[3];
+            for (Stripe stripe : stripes) {
+                synchronized (stripe) {
+                    counts[0] += stripe.chunks.size();
+                    for (SlotChunk c : stripe.chunks) {
+                        counts[1] += slotsPerChunk - c.free;
+                        counts[2] += c.free;
+                    }
+                }
+            }
+            return counts;
+        }
+    }
+
+    /** A stripe: its chunks of one slot size, guarded by the stripe's monitor. */
     private final class Stripe {
-        final List<BlockChunk> chunks = new ArrayList<>();
-        int emptyChunks;
+        final SlotSize size;
+        final List<SlotChunk> chunks = new ArrayList<>();
+        final AtomicLong live = new AtomicLong();
 
-        /** The chunk with the fewest free blocks that still has one, so other chunks can empty out. */
-        BlockChunk fullestWithFreeBlock() {
-            BlockChunk best = null;
-            for (BlockChunk c : chunks) {
+        Stripe(SlotSize size) {
+            this.size = size;
+        }
+
+        /** The chunk with the fewest free slots that still has one, so other chunks can empty out. */
+        SlotChunk fullestWithFreeSlot() {
+            SlotChunk best = null;
+            for (SlotChunk c : chunks) {
                 if (c.free > 0 && (best == null || c.free < best.free)) {
                     best = c;
                 }
@@ -291,15 +324,21 @@ public final class BlockPool implements Releaser {
         }
     }
 
-    /** A pool chunk cut into blocks; guarded by its stripe's monitor. */
-    private final class BlockChunk {
+    /** A pool chunk cut into slots of one size; guarded by its stripe's monitor. */
+    private final class SlotChunk {
         final Stripe stripe;
         final Allocation memory = new Allocation();
-        final long[] used = new long[(blocksPerChunk + 63) >>> 6];
-        int free = blocksPerChunk;
+        final long[] used;
+        int free;
 
-        BlockChunk(Stripe stripe) {
+        SlotChunk(Stripe stripe) {
             this.stripe = stripe;
+            this.free = stripe.size.slotsPerChunk;
+            this.used = new long[(free + 63) >>> 6];
+        }
+
+        SlotSize owner() {
+            return stripe.size;
         }
 
         int take() {
@@ -308,20 +347,20 @@ public final class BlockPool implements Releaser {
                 if (bits != -1L) {
                     int bit = Long.numberOfTrailingZeros(~bits);
                     int slot = (w << 6) + bit;
-                    if (slot < blocksPerChunk) {
+                    if (slot < stripe.size.slotsPerChunk) {
                         used[w] = bits | (1L << bit);
                         free--;
                         return slot;
                     }
                 }
             }
-            throw new IllegalStateException("block chunk has no free block");
+            throw new IllegalStateException("slot chunk has no free slot");
         }
 
         void put(int slot) {
             long mask = 1L << (slot & 63);
             if ((used[slot >>> 6] & mask) == 0) {
-                throw new IllegalStateException("block " + slot + " is already free");
+                throw new IllegalStateException("slot " + slot + " of a " + stripe.size.slotSize + "-byte slot chunk is already free");
             }
             used[slot >>> 6] &= ~mask;
             free++;

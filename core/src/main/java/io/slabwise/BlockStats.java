@@ -3,19 +3,26 @@ package io.slabwise;
 /**
  * A snapshot of a {@link BlockPool}.
  *
- * @param category    the category it accounts to
- * @param blockSize   the size of one block
- * @param chunkSize   the size of the chunks blocks are cut from
- * @param chunks      chunks held for blocks
- * @param emptyChunks chunks with every block free, kept for reuse
- * @param liveBlocks  blocks in use
- * @param freeBlocks  free blocks inside the chunks held
+ * @param category        the category it accounts to
+ * @param blockSize       the size of one block
+ * @param subBlockSize    the size of one sub-block
+ * @param chunkSize       the size of the chunks blocks and sub-blocks are cut from
+ * @param chunks          chunks held for blocks and sub-blocks
+ * @param liveBlocks      blocks in use
+ * @param freeBlocks      free blocks inside the chunks held
+ * @param liveSubBlocks   sub-blocks in use
+ * @param freeSubBlocks   free sub-blocks inside the chunks held
  */
-public record BlockStats(String category, int blockSize, int chunkSize, int chunks, int emptyChunks,
-                         long liveBlocks, long freeBlocks) {
+public record BlockStats(String category, int blockSize, int subBlockSize, int chunkSize, int chunks,
+                         long liveBlocks, long freeBlocks, long liveSubBlocks, long freeSubBlocks) {
 
-    /** Bytes of chunks held for blocks. */
+    /** Bytes of chunks held for blocks and sub-blocks. */
     public long chunkBytes() {
         return (long) chunks * chunkSize;
+    }
+
+    /** Bytes of free slots inside the chunks held: the block pool's own external fragmentation. */
+    public long freeSlotBytes() {
+        return freeBlocks * blockSize + freeSubBlocks * subBlockSize;
     }
 }

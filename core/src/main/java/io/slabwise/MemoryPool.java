@@ -524,34 +524,6 @@ public final class MemoryPool {
         chunk.clear();
     }
 
-    /**
-     * One try at a run of exactly {@code pages} pages for {@code category},
-     * accounted as {@code requested} bytes asked for and the pages reserved.
-     * Not cached by thread caches; freed by {@link #free}. Returns
-     * {@link Attempt#DONE} or why it was refused.
-     */
-    int tryAllocatePages(Category category, int pages, int requested, Allocation out) {
-        int reservedBytes = pages * config.pageSize();
-        if (!category.admit(reservedBytes)) {
-            return Attempt.QUOTA;
-        }
-        ThreadCache cache = threadCache();
-        try {
-            cache.arena.allocateRun(pages, out);
-        } catch (CeilingReached e) {
-            category.release(reservedBytes);
-            return Attempt.CEILING;
-        }
-        out.sizeIndex = -1;
-        out.offset = (int) out.chunk.offset(out.handle);
-        out.address = out.chunk.region.address() + out.offset;
-        out.category = category;
-        out.requested = requested;
-        out.reserved = reservedBytes;
-        cache.countAllocation(category, requested, out.reserved, out);
-        return Attempt.DONE;
-    }
-
     /** Counts an allocation made by a specialised allocator on the calling thread. */
     void countAllocation(Category category, int requested, int reserved, Allocation out) {
         threadCache().countAllocation(category, requested, reserved, out);

@@ -19,7 +19,7 @@ import java.util.function.BooleanSupplier;
  *   <tr><td>largest cached size</td><td>{@code slabwise.maxCachedSize}</td><td>64 KiB (0 turns thread caches off)</td></tr>
  *   <tr><td>cached bytes per size class</td><td>{@code slabwise.maxCachedBytesPerClass}</td><td>1 MiB</td></tr>
  *   <tr><td>cached entries per size class</td><td>{@code slabwise.maxCachedEntriesPerClass}</td><td>256</td></tr>
- *   <tr><td>idle chunks kept per arena</td><td>{@code slabwise.maxIdleChunksPerArena}</td><td>2</td></tr>
+ *   <tr><td>idle chunks kept per arena</td><td>{@code slabwise.maxIdleChunksPerArena}</td><td>1</td></tr>
  *   <tr><td>idle chunk decay</td><td>{@code slabwise.idleChunkDecayMillis}</td><td>10 s</td></tr>
  *   <tr><td>idle chunks kept past the decay</td><td>{@code slabwise.minIdleChunks}</td><td>0</td></tr>
  *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none</td></tr>
@@ -184,7 +184,7 @@ public final class PoolConfig {
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
-        private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 2);
+        private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 1);
         private long maxMemory = longProperty("slabwise.maxMemory", Long.MAX_VALUE);
         private LimitPolicy limitPolicy = LimitPolicy.valueOf(
                 System.getProperty("slabwise.limitPolicy", LimitPolicy.FAIL.name()).trim().toUpperCase(java.util.Locale.ROOT));

@@ -1,6 +1,5 @@
 package io.slabwise;
 
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -20,34 +19,36 @@ import java.util.concurrent.atomic.AtomicLong;
  * class: internal fragmentation is at most 7 bytes a slice.
  *
  * <h2>When a slice does not fit the current chunk</h2>
- * If the current chunk's free tail is at most {@code maxTailWaste} bytes (1/16
- * of the chunk), the chunk is retired, its tail given up, and a new chunk
- * becomes current. If the tail is larger, the current chunk stays and this one
- * request is served by the general pool in the same category (size classes,
- * at most 12.5% rounding), so a large record never wastes a large tail.
- * Requests larger than {@code maxSliceSize} (a quarter of a chunk) go to the
- * general pool the same way, and requests larger than a chunk take the pool's
- * huge path.
+ * Each stripe has a current chunk and, at times, an overflow chunk. If the
+ * current chunk's free tail is at most {@code maxTailWaste} bytes (1/64 of the
+ * chunk), the chunk is retired, its tail given up, and the overflow chunk (or
+ * a new one) becomes current. If the tail is larger, the current chunk stays
+ * open for the smaller records that follow, and this record is carved from the
+ * overflow chunk instead, so a large record never wastes a large tail.
+ * Only when both chunks keep large tails does a record go to the general pool
+ * in the same category. Requests larger than {@code maxSliceSize} (a quarter
+ * of a chunk) go to the general pool too, and requests larger than a chunk
+ * take the pool's huge path.
  *
  * <h2>The waste bound</h2>
- * At most one partly filled chunk per stripe, at most {@code maxTailWaste}
+ * At most two partly filled chunks per stripe, at most {@code maxTailWaste}
  * given up per retired chunk, plus retired chunks pinned by slices that are
  * still live. {@link #stats()} shows how many chunks are pinned and by how few
  * live bytes.
  *
  * <h2>Chunk life cycle and threads</h2>
  * Each chunk counts its live slices plus one reference held while it is a
- * stripe's current chunk. Whoever drops the count to zero (the last release,
- * from any thread, or the retirement) recycles it: one is kept as a spare
- * (reused before any new chunk is taken), and the others go back to the pool. Carving happens under the stripe's lock; stripes are
- * chosen by thread, so threads rarely share one. No lock is global.
+ * stripe's current or overflow chunk. Whoever drops the count to zero (the
+ * last release, from any thread, or the retirement) gives the chunk back to
+ * the pool, which keeps idle chunks for reuse ({@code maxIdleChunksPerArena}),
+ * so an emptied chunk is reused before a new one is taken from the OS.
+ * Carving happens under the stripe's lock; stripes are chosen by thread, so
+ * threads rarely share one. No lock is global.
  */
 public final class SequentialAllocator implements Allocator, Releaser, MemoryPool.Attempt {
 
     /** Slices are rounded up to a multiple of this many bytes. */
     public static final int ALIGNMENT = 8;
-    /** Empty chunks kept for reuse; more go back to the pool, which keeps its own idle chunks. */
-    private static final int MAX_SPARES = 1;
 
     private final MemoryPool pool;
     private final Category category;
@@ -56,8 +57,6 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     private final int maxSliceSize;
     private final int maxTailWaste;
     private final int maxRequest;
-    private final ConcurrentLinkedQueue<SlabChunk> spares = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger spareCount = new AtomicInteger();
     private final AtomicInteger chunksHeld = new AtomicInteger();
     private final AtomicLong liveBytes = new AtomicLong();
     private final AtomicLong wastedTailBytes = new AtomicLong();
@@ -75,7 +74,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         this.category = category;
         this.chunkSize = pool.chunkSize();
         this.maxSliceSize = chunkSize / 4;
-        this.maxTailWaste = chunkSize / 16;
+        this.maxTailWaste = chunkSize / 64;
         this.maxRequest = maxRequest;
         this.stripes = new Stripe[stripes];
         for (int i = 0; i < stripes; i++) {
@@ -134,18 +133,9 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         SlabChunk slab;
         int offset;
         synchronized (stripe) {
-            slab = stripe.current;
-            if (slab == null || chunkSize - slab.carved < reserved) {
-                if (slab != null && chunkSize - slab.carved > maxTailWaste) {
-                    return false;
-                }
-                if (slab != null) {
-                    wastedTailBytes.addAndGet(chunkSize - slab.carved);
-                    stripe.current = null;
-                    slab.unreference();
-                }
-                slab = takeChunk();
-                stripe.current = slab;
+            slab = chunkWithRoom(stripe, reserved);
+            if (slab == null) {
+                return false;
             }
             offset = slab.carved;
             slab.carved += reserved;
@@ -169,6 +159,50 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return true;
     }
 
+    /**
+     * The chunk of the stripe to carve {@code reserved} bytes from, retiring
+     * and opening chunks as the class comment describes; null when the request
+     * should go to the general pool. Called under the stripe's lock.
+     */
+    private SlabChunk chunkWithRoom(Stripe stripe, int reserved) {
+        if (stripe.current == null) {
+            stripe.current = stripe.overflow != null ? stripe.overflow : takeChunk();
+            stripe.overflow = null;
+        }
+        SlabChunk current = stripe.current;
+        int room = chunkSize - current.carved;
+        if (room >= reserved) {
+            return current;
+        }
+        if (room <= maxTailWaste) {
+            stripe.current = null;
+            retire(current);
+            return chunkWithRoom(stripe, reserved);
+        }
+        SlabChunk overflow = stripe.overflow;
+        if (overflow == null) {
+            overflow = takeChunk();
+            stripe.overflow = overflow;
+        }
+        room = chunkSize - overflow.carved;
+        if (room >= reserved) {
+            return overflow;
+        }
+        if (room <= maxTailWaste) {
+            stripe.overflow = null;
+            retire(overflow);
+            overflow = takeChunk();
+            stripe.overflow = overflow;
+            return overflow;
+        }
+        return null;
+    }
+
+    private void retire(SlabChunk slab) {
+        wastedTailBytes.addAndGet(chunkSize - slab.carved);
+        slab.unreference();
+    }
+
     private int fallback(int requested, Allocation out) {
         int result = pool.tryAllocate(category, requested, out);
         if (result == DONE) {
@@ -178,12 +212,6 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     }
 
     private SlabChunk takeChunk() {
-        SlabChunk spare = spares.poll();
-        if (spare != null) {
-            spareCount.decrementAndGet();
-            spare.refs.set(1);
-            return spare;
-        }
         SlabChunk slab = new SlabChunk();
         pool.acquireChunk(slab.memory);
         chunksHeld.incrementAndGet();
@@ -203,64 +231,58 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return newRequested > 0 && newRequested <= allocation.reserved;
     }
 
-    /** Called by whoever dropped a chunk's count to zero: keep it as a spare or give it back. */
+    /** Called by whoever dropped a chunk's count to zero: the chunk goes back to the pool. */
     private void recycle(SlabChunk slab) {
-        slab.carved = 0;
-        if (spareCount.incrementAndGet() <= MAX_SPARES) {
-            spares.offer(slab);
-        } else {
-            spareCount.decrementAndGet();
-            chunksHeld.decrementAndGet();
-            pool.releaseChunk(slab.memory);
-        }
+        chunksHeld.decrementAndGet();
+        pool.releaseChunk(slab.memory);
     }
 
     /**
-     * Gives every spare chunk back to the pool and retires the current chunks of
-     * all stripes (their unused tails go back as soon as their slices do).
+     * Retires the current and overflow chunks of all stripes; each goes back to
+     * the pool as soon as its last slice is released (at once if it has none).
      *
-     * @return the number of chunks given back now
+     * @return the number of chunks retired
      */
     public int trim() {
+        int retired = 0;
         for (Stripe stripe : stripes) {
             SlabChunk current;
+            SlabChunk overflow;
             synchronized (stripe) {
                 current = stripe.current;
+                overflow = stripe.overflow;
                 stripe.current = null;
+                stripe.overflow = null;
             }
-            if (current != null) {
-                current.unreference();
+            for (SlabChunk slab : new SlabChunk[] {current, overflow}) {
+                if (slab != null) {
+                    retire(slab);
+                    retired++;
+                }
             }
         }
-        int released = 0;
-        SlabChunk spare;
-        while ((spare = spares.poll()) != null) {
-            spareCount.decrementAndGet();
-            chunksHeld.decrementAndGet();
-            pool.releaseChunk(spare.memory);
-            released++;
-        }
-        return released;
+        return retired;
     }
 
     /** A snapshot of this allocator's chunks and slices. */
     public SequentialStats stats() {
-        int current = 0;
-        long currentLive = 0;
+        int open = 0;
+        long openLive = 0;
         for (Stripe stripe : stripes) {
             synchronized (stripe) {
-                if (stripe.current != null) {
-                    current++;
-                    currentLive += stripe.current.liveBytes.get();
+                for (SlabChunk slab : new SlabChunk[] {stripe.current, stripe.overflow}) {
+                    if (slab != null) {
+                        open++;
+                        openLive += slab.liveBytes.get();
+                    }
                 }
             }
         }
         int held = chunksHeld.get();
-        int spare = spareCount.get();
         long live = liveBytes.get();
-        int pinned = Math.max(0, held - spare - current);
-        return new SequentialStats(category.name(), chunkSize, held, current, pinned, spare, live,
-                Math.max(0, live - currentLive), wastedTailBytes.get(), slicesCarved.get(), fallbackAllocations.get());
+        int pinned = Math.max(0, held - open);
+        return new SequentialStats(category.name(), chunkSize, held, open, pinned, live,
+                Math.max(0, live - openLive), wastedTailBytes.get(), slicesCarved.get(), fallbackAllocations.get());
     }
 
     @Override
@@ -268,18 +290,19 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return "sequential(" + category + ", stripes=" + stripes.length + ')';
     }
 
-    /** A stripe: its current chunk, guarded by the stripe's monitor. */
+    /** A stripe: its current and overflow chunks, guarded by the stripe's monitor. */
     private static final class Stripe {
         SlabChunk current;
+        SlabChunk overflow;
     }
 
     /** A whole pool chunk being carved into slices. */
     private final class SlabChunk {
         final Allocation memory = new Allocation();
-        /** Live slices, plus one while the chunk is a stripe's current chunk. */
+        /** Live slices, plus one while the chunk is a stripe's current or overflow chunk. */
         final AtomicInteger refs = new AtomicInteger(1);
         final AtomicLong liveBytes = new AtomicLong();
-        /** Bytes carved so far; guarded by the stripe that holds the chunk as current. */
+        /** Bytes carved so far; guarded by the stripe that holds the chunk open. */
         int carved;
 
         void unreference() {

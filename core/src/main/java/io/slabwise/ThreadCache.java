@@ -21,6 +21,12 @@ import java.lang.ref.WeakReference;
  * that arena through its remote-free queue, so no thread's cache fills up with
  * memory its own allocations can never reach.
  *
+ * <h2>Refills</h2>
+ * When the stack of a small size class is empty, the cache takes up to
+ * {@link #REFILL_BATCH} elements from the arena under one lock. A thread whose
+ * buffers are released by other threads (a producer) then takes the arena
+ * lock once per batch instead of once per buffer.
+ *
  * <h2>Trimming</h2>
  * Every {@link #SWEEP_INTERVAL} operations the cache frees, per size class, as
  * many entries as were never used since the previous sweep (the low-water mark
@@ -39,6 +45,8 @@ final class ThreadCache {
 
     /** Operations between two sweeps of unused entries. */
     static final int SWEEP_INTERVAL = 8192;
+    /** Elements of a small size class taken from the arena at once when the stack is empty. */
+    static final int REFILL_BATCH = 16;
 
     private static final VarHandle VERSION;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
@@ -111,12 +119,19 @@ final class ThreadCache {
             out.chunk = stack[n];
             stack[n] = null;
             out.handle = handles[sizeIndex][n];
+        } else if (sizeIndex < cachedClasses && sizes.isSmall(sizeIndex)) {
+            // refill the stack with a batch under one lock, then take from it
+            Chunk[] stack = chunks[sizeIndex];
+            long[] stackHandles = handles[sizeIndex];
+            n = arena.allocateSmallBatch(sizeIndex, stack, stackHandles, Math.min(REFILL_BATCH, stack.length)) - 1;
+            counts[sizeIndex] = n;
+            out.chunk = stack[n];
+            stack[n] = null;
+            out.handle = stackHandles[n];
+            afterArenaAllocation();
         } else {
             arena.allocate(sizeIndex, out);
-            if (arena.grew) {
-                arena.grew = false;
-                pool.reclaimDeadThreadCaches();
-            }
+            afterArenaAllocation();
         }
         Chunk chunk = out.chunk;
         int offset = (int) chunk.offset(out.handle);
@@ -129,6 +144,13 @@ final class ThreadCache {
         countAllocation(category, requested, out.reserved, out);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
+        }
+    }
+
+    private void afterArenaAllocation() {
+        if (arena.grew) {
+            arena.grew = false;
+            pool.reclaimDeadThreadCaches();
         }
     }
 

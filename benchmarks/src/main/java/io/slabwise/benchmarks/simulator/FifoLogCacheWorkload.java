@@ -56,6 +56,9 @@ final class FifoLogCacheWorkload implements Workload {
             written += size;
             if (++operations % settings.sampleEvery() == 0 && samples != null) {
                 samples.add(operations, live.get(), source);
+                if (operations % (settings.sampleEvery() * 10L) == 0) {
+                    samples.noteReport(source.report());
+                }
             }
         }
         while (!cache.isEmpty()) {

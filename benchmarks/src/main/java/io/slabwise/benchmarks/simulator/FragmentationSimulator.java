@@ -105,7 +105,7 @@ public final class FragmentationSimulator {
             throw new IllegalStateException(workloadName + " on " + label + " failed", failure.get());
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        String endReport = source.report();
+        String endReport = samples.steadyReport();
         source.trim();
         settleMemory();
         long residentAfter = Resident.bytes();

@@ -74,6 +74,9 @@ final class LruBlockCacheWorkload implements Workload {
             }
             if (++operations % settings.sampleEvery() == 0 && samples != null) {
                 samples.add(operations, live.get(), source);
+                if (operations % (settings.sampleEvery() * 10L) == 0) {
+                    samples.noteReport(source.report());
+                }
             }
         }
         for (ByteBuf buf : cache.values()) {

@@ -25,6 +25,7 @@ final class Samples {
     private final String workload;
     private final String allocator;
     private final List<Sample> samples = new ArrayList<>();
+    private String steadyReport = "";
 
     Samples(String workload, String allocator) {
         this.workload = workload;
@@ -41,6 +42,15 @@ final class Samples {
 
     synchronized void add(long operations, long requested, BufferSource source) {
         samples.add(new Sample(operations, requested, source.reservedBytes(), source.committedBytes(), Resident.bytes()));
+    }
+
+    /** Keeps the allocator's own report taken while the workload is at its steady state. */
+    synchronized void noteReport(String report) {
+        steadyReport = report;
+    }
+
+    synchronized String steadyReport() {
+        return steadyReport;
     }
 
     synchronized List<Sample> all() {
