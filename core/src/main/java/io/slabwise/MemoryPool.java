@@ -784,7 +784,8 @@ public final class MemoryPool {
         }
         return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
                 committedNow[0], hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
-                total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory);
+                total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory,
+                ResidentMemory.bytes());
     }
 
     @Override

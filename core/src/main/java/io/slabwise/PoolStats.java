@@ -2,6 +2,7 @@ package io.slabwise;
 
 import java.util.List;
 import java.util.Locale;
+import java.util.OptionalLong;
 
 /**
  * An immutable snapshot of a {@link MemoryPool}: what live allocations asked
@@ -26,9 +27,11 @@ public final class PoolStats {
     private final int chunkSize;
     private final ArenaSnapshot[] arenas;
     private final List<CategoryStats> categories;
+    private final long resident;
 
     PoolStats(long requested, long reserved, long committed, long hugeCommitted, long hugeAllocations,
-              long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories) {
+              long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories,
+              long resident) {
         this.requested = requested;
         this.reserved = reserved;
         this.committed = committed;
@@ -39,6 +42,16 @@ public final class PoolStats {
         this.chunkSize = chunkSize;
         this.arenas = arenas;
         this.categories = List.copyOf(categories);
+        this.resident = resident;
+    }
+
+    /**
+     * The process's resident memory when the snapshot was taken (Linux: from
+     * {@code /proc/self/statm}); empty where the platform does not say. It is
+     * the whole process, not only Slabwise's memory.
+     */
+    public OptionalLong residentBytes() {
+        return resident < 0 ? OptionalLong.empty() : OptionalLong.of(resident);
     }
 
     /** Figures per category, in order of creation. */
@@ -181,9 +194,10 @@ public final class PoolStats {
     /** A one-line summary for a periodic log line. */
     public String summary() {
         return String.format(Locale.ROOT,
-                "requested=%s reserved=%s committed=%s chunks=%d idle=%d huge=%d internal=%.1f%% external=%.1f%% overhead=%.2fx",
-                bytes(requested), bytes(reserved), bytes(committed), chunks(), idleChunks(), hugeAllocations,
-                internalFragmentation() * 100, externalFragmentation() * 100, overhead());
+                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d internal=%.1f%% external=%.1f%% overhead=%.2fx",
+                bytes(requested), bytes(reserved), bytes(committed), resident < 0 ? "" : " resident=" + bytes(resident),
+                chunks(), idleChunks(), hugeAllocations, internalFragmentation() * 100, externalFragmentation() * 100,
+                overhead());
     }
 
     /**
