@@ -71,12 +71,12 @@ public final class SlabwiseMetrics implements MeterBinder {
         gauge(registry, SlabwiseMeters.MEMORY_RESERVED, tags, PoolStats::reservedBytes);
         gauge(registry, SlabwiseMeters.MEMORY_COMMITTED, tags, PoolStats::committedBytes);
         gauge(registry, SlabwiseMeters.MEMORY_CACHED, tags, PoolStats::cachedBytes);
-        PoolStats now = stats();
+        MemoryPool p = pool.get();
+        PoolStats now = p == null ? null : p.stats(); // not cached: the first scrape must see fresh figures
         if (now != null && now.residentBytes().isPresent()) {
             gauge(registry, SlabwiseMeters.MEMORY_RESIDENT, tags, s -> s.residentBytes().orElse(-1) < 0
                     ? Double.NaN : s.residentBytes().getAsLong());
         }
-        MemoryPool p = pool.get();
         if (p != null && p.maxMemory() != Long.MAX_VALUE) {
             long max = p.maxMemory();
             gauge(registry, SlabwiseMeters.MEMORY_MAX, tags, s -> max);
