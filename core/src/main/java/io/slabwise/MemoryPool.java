@@ -350,8 +350,12 @@ public final class MemoryPool {
         }
     }
 
-    /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
-    private void reclaimForCeiling() {
+    /**
+     * Flushes the caches of dead threads and this thread's cache into their
+     * arenas, and asks every other live thread to flush its own at its next
+     * operation (no thread is stopped).
+     */
+    private void reclaimCaches() {
         reclaimDeadThreadCaches();
         synchronized (registry) {
             for (ThreadCache cache : registry) {
@@ -362,6 +366,11 @@ public final class MemoryPool {
         if (own != null) {
             own.flush();
         }
+    }
+
+    /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
+    private void reclaimForCeiling() {
+        reclaimCaches();
         for (Arena arena : arenas) {
             arena.trim(0, 0);
         }
@@ -686,16 +695,7 @@ public final class MemoryPool {
      * @return the number of chunks given back
      */
     public int trim() {
-        reclaimDeadThreadCaches();
-        synchronized (registry) {
-            for (ThreadCache cache : registry) {
-                cache.requestFlush();
-            }
-        }
-        ThreadCache own = caches.get();
-        if (own != null) {
-            own.flush();
-        }
+        reclaimCaches();
         int released = 0;
         int keep = config.minIdleChunks();
         for (Arena arena : arenas) {
