@@ -31,6 +31,8 @@ public final class Category {
     final CategoryAllocator allocator;
     /** Whether reserved bytes are tracked exactly, so that a quota can be enforced. */
     final boolean tracked;
+    /** The highest reserved bytes a snapshot has seen for this category. */
+    final AtomicLong peakReservedSeen = new AtomicLong();
     /** Reserved bytes of live allocations; maintained only when {@link #tracked}. */
     final AtomicLong trackedReserved = new AtomicLong();
     /** The quota on reserved bytes; {@link Long#MAX_VALUE} for none. */

@@ -777,9 +777,10 @@ public final class MemoryPool {
         for (Category category : known) {
             int base = category.id * ThreadCache.FIELDS;
             if (base + ThreadCache.FIELDS <= counters.length) {
+                long reserved = counters[base + ThreadCache.RESERVED];
+                long peak = category.peakReservedSeen.accumulateAndGet(reserved, Math::max);
                 perCategory.add(new CategoryStats(category.name(), counters[base + ThreadCache.REQUESTED],
-                        counters[base + ThreadCache.RESERVED], counters[base + ThreadCache.ALLOCATIONS],
-                        counters[base + ThreadCache.RELEASES]));
+                        reserved, counters[base + ThreadCache.ALLOCATIONS], counters[base + ThreadCache.RELEASES], peak));
             }
         }
         return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),

@@ -176,6 +176,20 @@ public final class PoolStats {
         return all;
     }
 
+    /**
+     * Pooled chunks by how much of them is handed out, in six bands:
+     * {@code [0]} idle (0%), {@code [1]} under 25%, {@code [2]} 25-50%,
+     * {@code [3]} 50-75%, {@code [4]} 75% up to full, {@code [5]} full. Many
+     * chunks in the low bands mean scattered long-lived buffers pin chunks.
+     */
+    public int[] chunksByOccupancy() {
+        int[] bands = new int[6];
+        for (int p : chunkUsePercent()) {
+            bands[p <= 0 ? 0 : p >= 100 ? 5 : 1 + Math.min(3, p / 25)]++;
+        }
+        return bands;
+    }
+
     /** 1 - requested/reserved: what size-class rounding wastes; 0 when nothing is live. */
     public double internalFragmentation() {
         return reserved == 0 ? 0 : 1 - (double) requested / reserved;
