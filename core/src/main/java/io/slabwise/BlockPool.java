@@ -8,16 +8,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * The block pool: fixed-size blocks (1 MiB by default) for large payloads such
  * as the entries of an LRU block cache. A payload is stored as whole blocks,
  * then whole sub-blocks (1/16 of a block, 64 KiB by default), then a small
- * remainder, so the chunks that hold blocks and sub-blocks only ever see one
- * size each and cannot fragment externally: any free slot fits the next
- * request of its size.
+ * remainder. Chunks are cut into blocks only, and some blocks into
+ * sub-blocks, so every slot has one of two fixed sizes and any free slot fits
+ * the next request of its size; a block whose sub-blocks are all free is a
+ * whole block again.
  *
  * <pre>
  *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ sub 64 KiB ] x4 [ remainder &lt; 64 KiB ]
- *                        from block chunks             from sub-block    from the general pool,
- *                                                      chunks            same category
- *  block chunk (4 MiB):     [ b0 | b1 | b2 | b3 ]            a bitmap of free slots
- *  sub-block chunk (4 MiB): [ s0 | s1 | ... | s63 ]
+ *                                                                       from the general pool,
+ *                                                                       same category
+ *  chunk (4 MiB):  [ b0 | b1 | b2 | b3 ]          a bitmap of free blocks per chunk
+ *  block b2:       [ s0 | s1 | ... | s15 ]        a bitmap of free sub-blocks per block
  * </pre>
  *
  * <h2>What a payload reserves</h2>
@@ -27,12 +28,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * asked for, and far less on average.
  *
  * <h2>Threads</h2>
- * Chunks of each slot size are spread over stripes, each with its own lock; a
- * thread takes slots from the stripe chosen by its id, and a slot goes back to
- * the stripe of its chunk, from whatever thread releases it. No lock is
- * global. A chunk whose slots are all free goes back to the pool at once (the
- * pool keeps idle chunks for reuse); a new slot is taken from the fullest
- * chunk that has one, so lightly used chunks can empty out.
+ * Chunks (and blocks cut into sub-blocks) are spread over stripes, each with
+ * its own lock; a thread takes slots from the stripe chosen by its id, and a
+ * slot goes back to the stripe of its region, from whatever thread releases
+ * it. A sub-block stripe's lock may take a block stripe's lock, never the
+ * other way round. No lock is global. A region whose slots are all free goes
+ * back at once (a chunk to the pool, which keeps idle chunks for reuse; a
+ * block to the blocks); a new slot is taken from the fullest region that has
+ * one, so lightly used regions can empty out.
  */
 public final class BlockPool implements Releaser {
 
@@ -55,8 +58,10 @@ public final class BlockPool implements Releaser {
         }
         this.pool = pool;
         this.category = category;
-        this.blocks = new SlotSize(blockSize, chunkSize, stripes);
-        this.subBlocks = new SlotSize(Math.max(PoolConfig.PAGE_SIZE, blockSize / SUB_BLOCKS_PER_BLOCK), chunkSize, stripes);
+        this.blocks = new SlotSize(blockSize, chunkSize, stripes, null);
+        int subBlockSize = Math.max(PoolConfig.PAGE_SIZE, blockSize / SUB_BLOCKS_PER_BLOCK);
+        // sub-blocks are cut from blocks, so a block whose sub-blocks are all free is a block again
+        this.subBlocks = new SlotSize(subBlockSize, blockSize, stripes, blocks);
     }
 
     /** The category payloads are accounted to. */
@@ -185,15 +190,15 @@ public final class BlockPool implements Releaser {
 
     /** Gives every chunk with no slot in use back to the pool; returns how many. */
     public int trim() {
-        return blocks.trim() + subBlocks.trim();
+        return subBlocks.trim() + blocks.trim();
     }
 
     /** A snapshot: chunks held, blocks and sub-blocks in use and free. */
     public BlockStats stats() {
+        long[] s = subBlocks.counts(); // read first: a block cut into sub-blocks counts as used below
         long[] b = blocks.counts();
-        long[] s = subBlocks.counts();
         return new BlockStats(category.name(), blocks.slotSize, subBlocks.slotSize, pool.chunkSize(),
-                (int) (b[0] + s[0]), b[1], b[2], s[1], s[2]);
+                (int) b[0], Math.max(0, b[1] - s[0]), b[2], s[1], s[2]);
     }
 
     @Override
@@ -205,15 +210,21 @@ public final class BlockPool implements Releaser {
     private record SlotToken(SlotChunk chunk, int slot) {
     }
 
-    /** The chunks of one slot size, spread over stripes. */
+    /**
+     * The regions of one slot size, spread over stripes. A region is a whole
+     * pool chunk, or, when {@code parent} is given, one slot of the parent
+     * size (a block cut into sub-blocks).
+     */
     private final class SlotSize {
         final int slotSize;
         final int slotsPerChunk;
         final Stripe[] stripes;
+        final SlotSize parent;
 
-        SlotSize(int slotSize, int chunkSize, int stripeCount) {
+        SlotSize(int slotSize, int regionSize, int stripeCount, SlotSize parent) {
             this.slotSize = slotSize;
-            this.slotsPerChunk = chunkSize / slotSize;
+            this.slotsPerChunk = regionSize / slotSize;
+            this.parent = parent;
             this.stripes = new Stripe[stripeCount];
             for (int i = 0; i < stripeCount; i++) {
                 stripes[i] = new Stripe(this);
@@ -228,12 +239,57 @@ public final class BlockPool implements Releaser {
                 chunk = stripe.fullestWithFreeSlot();
                 if (chunk == null) {
                     chunk = new SlotChunk(stripe);
-                    pool.acquireChunk(chunk.memory);
+                    acquireRegion(chunk.memory);
                     stripe.chunks.add(chunk);
                 }
                 slot = chunk.take();
             }
             stripe.live.incrementAndGet();
+            fill(out, chunk, slot);
+            out.category = category;
+            out.requested = slotSize;
+            out.reserved = slotSize;
+            out.releaser = BlockPool.this;
+            pool.countAllocation(category, slotSize, slotSize, out);
+        }
+
+        /** Takes a slot of this size as the region of a child size: not accounted, not a buffer. */
+        void takeRegion(Allocation out) {
+            Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
+            SlotChunk chunk;
+            int slot;
+            synchronized (stripe) {
+                chunk = stripe.fullestWithFreeSlot();
+                if (chunk == null) {
+                    chunk = new SlotChunk(stripe);
+                    acquireRegion(chunk.memory);
+                    stripe.chunks.add(chunk);
+                }
+                slot = chunk.take();
+            }
+            stripe.live.incrementAndGet();
+            fill(out, chunk, slot);
+        }
+
+        private void acquireRegion(Allocation region) {
+            if (parent == null) {
+                pool.acquireChunk(region);
+            } else {
+                parent.takeRegion(region);
+            }
+        }
+
+        private void releaseRegion(Allocation region) {
+            if (parent == null) {
+                pool.releaseChunk(region);
+            } else {
+                SlotToken token = (SlotToken) region.releaserToken;
+                parent.put(token.chunk, token.slot);
+                region.clear();
+            }
+        }
+
+        private void fill(Allocation out, SlotChunk chunk, int slot) {
             Allocation memory = chunk.memory;
             long offset = (long) slot * slotSize;
             out.chunk = memory.chunk;
@@ -241,12 +297,7 @@ public final class BlockPool implements Releaser {
             out.sizeIndex = -1;
             out.offset = (int) (memory.offset + offset);
             out.address = memory.address + offset;
-            out.category = category;
-            out.requested = slotSize;
-            out.reserved = slotSize;
-            out.releaser = BlockPool.this;
             out.releaserToken = new SlotToken(chunk, slot);
-            pool.countAllocation(category, slotSize, slotSize, out);
         }
 
         void put(SlotChunk chunk, int slot) {
@@ -261,7 +312,7 @@ public final class BlockPool implements Releaser {
             }
             stripe.live.decrementAndGet();
             if (empty) {
-                pool.releaseChunk(chunk.memory);
+                releaseRegion(chunk.memory);
             }
         }
 
@@ -279,7 +330,7 @@ public final class BlockPool implements Releaser {
                     });
                 }
                 for (SlotChunk c : empty) {
-                    pool.releaseChunk(c.memory);
+                    releaseRegion(c.memory);
                     released++;
                 }
             }

@@ -7,8 +7,8 @@ package io.slabwise;
  * @param blockSize       the size of one block
  * @param subBlockSize    the size of one sub-block
  * @param chunkSize       the size of the chunks blocks and sub-blocks are cut from
- * @param chunks          chunks held for blocks and sub-blocks
- * @param liveBlocks      blocks in use
+ * @param chunks          chunks held, cut into blocks
+ * @param liveBlocks      blocks in use as whole blocks (not counting blocks cut into sub-blocks)
  * @param freeBlocks      free blocks inside the chunks held
  * @param liveSubBlocks   sub-blocks in use
  * @param freeSubBlocks   free sub-blocks inside the chunks held
@@ -21,7 +21,7 @@ public record BlockStats(String category, int blockSize, int subBlockSize, int c
         return (long) chunks * chunkSize;
     }
 
-    /** Bytes of free slots inside the chunks held: the block pool's own external fragmentation. */
+    /** Bytes of free blocks and sub-blocks inside the chunks held: the block pool's own external fragmentation. */
     public long freeSlotBytes() {
         return freeBlocks * blockSize + freeSubBlocks * subBlockSize;
     }
