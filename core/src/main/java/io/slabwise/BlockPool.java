@@ -231,21 +231,9 @@ public final class BlockPool implements Releaser {
             }
         }
 
+        /** Takes a slot as a buffer's memory, accounted to the pool's category. */
         void take(Allocation out) {
-            Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
-            SlotChunk chunk;
-            int slot;
-            synchronized (stripe) {
-                chunk = stripe.fullestWithFreeSlot();
-                if (chunk == null) {
-                    chunk = new SlotChunk(stripe);
-                    acquireRegion(chunk.memory);
-                    stripe.chunks.add(chunk);
-                }
-                slot = chunk.take();
-            }
-            stripe.live.incrementAndGet();
-            fill(out, chunk, slot);
+            takeRegion(out);
             out.category = category;
             out.requested = slotSize;
             out.reserved = slotSize;
