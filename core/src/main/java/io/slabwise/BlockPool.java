@@ -101,7 +101,7 @@ public final class BlockPool implements Releaser {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
         PayloadAttempt attempt = new PayloadAttempt();
-        int refusal = attempt.tryOnce(category, size, null);
+        int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : attempt.tryOnce(category, size, null);
         if (refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, size, new Allocation(), refusal)) {
             return attempt.parts;
         }
@@ -160,7 +160,7 @@ public final class BlockPool implements Releaser {
     public boolean allocateBlock(Allocation out) {
         MemoryPool.checkNotLive(out);
         MemoryPool.Attempt attempt = (c, size, o) -> trySlot(blocks, o);
-        int refusal = trySlot(blocks, out);
+        int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : trySlot(blocks, out);
         return refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, blocks.slotSize, out, refusal);
     }
 

@@ -62,6 +62,11 @@ final class MemoryLimit {
         released();
     }
 
+    /** How many callers are waiting for memory. */
+    int waiters() {
+        return waiters;
+    }
+
     /** Whether any caller is waiting for memory. */
     boolean hasWaiters() {
         return waiters != 0;

@@ -226,8 +226,28 @@ public final class MemoryPool {
         checkRequest(requested);
         checkCategory(category);
         checkNotLive(out);
-        int refusal = tryAllocate(category, requested, out);
+        int refusal = mustQueue(category) ? Attempt.QUEUED : tryAllocate(category, requested, out);
         return refusal == Attempt.DONE || atLimit(generalAttempt, category, requested, out, refusal);
+    }
+
+    /**
+     * Whether an allocation in {@code category} must line up behind callers
+     * already waiting at a limit instead of trying first: true while someone
+     * waits, for callers that would wait themselves. This is what keeps a
+     * stream of small requests from starving a large one that waits.
+     */
+    boolean mustQueue(Category category) {
+        return limit.hasWaiters() && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
+    }
+
+    private LimitPolicy policyOf(Category category) {
+        LimitPolicy policy = category.policy;
+        return policy != null ? policy : config.limitPolicy();
+    }
+
+    /** Allocations waiting at the ceiling or a quota right now. */
+    public int waitingAllocations() {
+        return limit.waiters();
     }
 
     /**
@@ -278,6 +298,8 @@ public final class MemoryPool {
         int DONE = 0;
         int CEILING = 1;
         int QUOTA = 2;
+        /** Not tried: other callers wait at a limit, and this one lines up behind them. */
+        int QUEUED = 3;
 
         /** Tries once; returns {@link #DONE} or why the memory was refused. */
         int tryOnce(Category category, int requested, Allocation out);
@@ -296,8 +318,7 @@ public final class MemoryPool {
     }
 
     boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal) {
-        LimitPolicy policy = category.policy != null ? category.policy : config.limitPolicy();
-        return atLimit(attempt, category, requested, out, refusal, policy);
+        return atLimit(attempt, category, requested, out, refusal, policyOf(category));
     }
 
     /**
@@ -320,7 +341,7 @@ public final class MemoryPool {
                     policy == LimitPolicy.WAIT ? " (waiting is not allowed on this thread)" : "");
         }
         long deadline = System.nanoTime() + config.waitTimeout().toNanos();
-        long ticket = limit.enqueue();
+        long ticket = limit.enqueue(); // first come, first served: only the head of the queue retries
         try {
             if (!limit.awaitTurn(ticket, deadline)) {
                 throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");

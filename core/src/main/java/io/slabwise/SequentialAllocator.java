@@ -99,7 +99,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
                     + maxRequest + " bytes: " + requested);
         }
         MemoryPool.checkNotLive(out);
-        int refusal = tryOnce(category, requested, out);
+        int refusal = pool.mustQueue(category) ? QUEUED : tryOnce(category, requested, out);
         return refusal == DONE || pool.atLimit(this, category, requested, out, refusal);
     }
 

@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -118,6 +119,52 @@ class MemoryLimitTest {
         } finally {
             executor.shutdownNow();
         }
+    }
+
+    /**
+     * The race checked: a large request waits at the ceiling; a small request
+     * made after it must not overtake it, even though the small one would fit
+     * in memory that is free right now. Both are served, the large one first,
+     * once the holder releases its memory.
+     */
+    @Test
+    void waitersAreServedInArrivalOrderSoALargeRequestIsNotStarved() throws Exception {
+        SlabwiseAllocator allocator = small().maxMemory(3L * CHUNK).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofSeconds(20)).build();
+        List<ByteBuf> held = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            held.add(allocator.directBuffer(CHUNK - 40_000)); // three runs, some room left in each chunk
+        }
+        CountDownLatch smallServed = new CountDownLatch(1);
+        ExecutorService executor = Executors.newFixedThreadPool(2);
+        try {
+            Future<Boolean> large = executor.submit(() -> {
+                ByteBuf buf = allocator.directBuffer(2 * CHUNK); // a huge region: needs the ceiling's room
+                boolean smallDone = smallServed.await(20, TimeUnit.SECONDS); // hold it until the small one is served
+                buf.release();
+                return smallDone;
+            });
+            while (allocator.pool().waitingAllocations() == 0) {
+                Thread.onSpinWait(); // the large request is now waiting
+            }
+            Future<Long> smallOne = executor.submit(() -> {
+                ByteBuf buf = allocator.directBuffer(1000); // would fit in a chunk's free room at once
+                long hugeLive = allocator.stats().hugeAllocations(); // 1 if the large request was served first
+                smallServed.countDown();
+                buf.release();
+                return hugeLive;
+            });
+            while (allocator.pool().waitingAllocations() < 2 && !smallOne.isDone()) {
+                Thread.onSpinWait();
+            }
+            assertFalse(smallOne.isDone(), "the small request lined up behind the large one");
+            held.forEach(ByteBuf::release);
+            assertEquals(1, smallOne.get(20, TimeUnit.SECONDS), "the large request was served first");
+            assertTrue(large.get(20, TimeUnit.SECONDS));
+        } finally {
+            executor.shutdownNow();
+        }
+        assertEquals(0, allocator.stats().requestedBytes());
     }
 
     @Test
