@@ -21,6 +21,13 @@ import java.lang.ref.WeakReference;
  * that arena through its remote-free queue, so no thread's cache fills up with
  * memory its own allocations can never reach.
  *
+ * <h2>The large slot</h2>
+ * Above the cached sizes, one released run of up to {@link #LARGE_SLOT_LIMIT}
+ * (1 MiB) is kept in a single slot for the next request of the same class, so
+ * a thread that allocates and releases a large buffer over and over takes no
+ * lock. It goes back at a sweep that finds it unused, and at every flush: a
+ * thread holds at most 1 MiB there.
+ *
  * <h2>Refills</h2>
  * When the stack of a small size class is empty, the cache takes up to
  * {@link #REFILL_BATCH} elements from the arena under one lock. A thread whose
@@ -45,6 +52,8 @@ final class ThreadCache {
 
     /** Operations between two sweeps of unused entries. */
     static final int SWEEP_INTERVAL = 8192;
+    /** The largest run the single large slot keeps: a thread holds at most this much there. */
+    static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Elements of a small size class taken from the arena at once when the stack is empty. */
     static final int REFILL_BATCH = 16;
 
@@ -77,6 +86,13 @@ final class ThreadCache {
     private final int[] counts;
     private final int[] lowWater;
     private int operationsSinceSweep;
+    /** Classes above the cached ones, up to this index, may take the single large slot. */
+    private final int largestCachedLargeClass;
+    /** One released run above the cached sizes (up to {@link #LARGE_SLOT_LIMIT}), kept for the next request of its class. */
+    private Chunk largeChunk;
+    private long largeHandle;
+    private int largeSizeIndex = -1;
+    private boolean largeUsed;
     private volatile boolean flushRequested;
 
     private long version;
@@ -91,6 +107,8 @@ final class ThreadCache {
         this.owner = new WeakReference<>(owner);
         this.sizes = arena.sizes;
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
+        this.largestCachedLargeClass = cachedClasses == 0 ? -1
+                : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
         chunks = new Chunk[cachedClasses][];
         handles = new long[cachedClasses][];
         counts = new int[cachedClasses];
@@ -109,7 +127,13 @@ final class ThreadCache {
         }
         int sizeIndex = SizeClasses.indexOf(Math.max(1, requested));
         int n = sizeIndex < cachedClasses ? counts[sizeIndex] : 0;
-        if (n > 0) {
+        if (sizeIndex == largeSizeIndex) {
+            out.chunk = largeChunk;
+            out.handle = largeHandle;
+            largeChunk = null;
+            largeSizeIndex = -1;
+            largeUsed = true;
+        } else if (n > 0) {
             n--;
             counts[sizeIndex] = n;
             if (n < lowWater[sizeIndex]) {
@@ -166,6 +190,10 @@ final class ThreadCache {
             chunks[sizeIndex][n] = chunk;
             handles[sizeIndex][n] = handle;
             counts[sizeIndex] = n + 1;
+        } else if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
+            largeChunk = chunk;
+            largeHandle = handle;
+            largeSizeIndex = sizeIndex;
         } else {
             arena.free(chunk, handle);
         }
@@ -295,7 +323,7 @@ final class ThreadCache {
 
     /** Bytes held in the stacks; exact only from the owner or after the owner died. */
     long cachedBytes() {
-        long bytes = 0;
+        long bytes = largeChunk == null ? 0 : sizes.size(largeSizeIndex);
         for (int i = 0; i < cachedClasses; i++) {
             bytes += (long) counts[i] * sizes.size(i);
         }
@@ -305,6 +333,7 @@ final class ThreadCache {
     /** Gives every cached entry back to the arena. Owner thread, or any thread once the owner is dead. */
     void flush() {
         flushRequested = false;
+        releaseLarge();
         for (int i = 0; i < cachedClasses; i++) {
             int n = counts[i];
             if (n > 0) {
@@ -317,6 +346,10 @@ final class ThreadCache {
 
     private void sweep() {
         operationsSinceSweep = 0;
+        if (!largeUsed) {
+            releaseLarge();
+        }
+        largeUsed = false;
         for (int i = 0; i < cachedClasses; i++) {
             int unused = lowWater[i];
             int n = counts[i];
@@ -329,6 +362,15 @@ final class ThreadCache {
                 counts[i] = n;
             }
             lowWater[i] = n;
+        }
+    }
+
+    private void releaseLarge() {
+        if (largeChunk != null) {
+            Chunk chunk = largeChunk;
+            largeChunk = null;
+            largeSizeIndex = -1;
+            arena.free(chunk, largeHandle);
         }
     }
 
