@@ -14,18 +14,22 @@ import java.util.concurrent.atomic.AtomicLong;
  * whole block again.
  *
  * <pre>
- *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ sub 64 KiB ] x4 [ remainder &lt; 64 KiB ]
- *                                                                       from the general pool,
- *                                                                       same category
+ *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ sub 64 KiB ] x4 [ pages ][ last partial page ]
+ *                                                                       remainder &lt; 64 KiB, from the
+ *                                                                       general pool, same category
  *  chunk (4 MiB):  [ b0 | b1 | b2 | b3 ]          a bitmap of free blocks per chunk
  *  block b2:       [ s0 | s1 | ... | s15 ]        a bitmap of free sub-blocks per block
  * </pre>
  *
  * <h2>What a payload reserves</h2>
- * Blocks and sub-blocks exactly; the remainder (under a sub-block) from the
- * general pool's size classes, rounded up by at most 12.5%. A payload therefore
- * reserves at most one eighth of a sub-block (8 KiB by default) more than it
- * asked for, and far less on average.
+ * Blocks and sub-blocks exactly. The remainder (under a sub-block) comes from
+ * the general pool in two parts: its whole pages as one run, and its last
+ * partial page as one small element. With sub-blocks of up to 128 KiB (blocks
+ * of up to 2 MiB) every run of fewer pages than a sub-block is a size class of
+ * its own, so the run is exact, and only the small element is rounded up, by
+ * less than 512 bytes (one eighth of the 4-8 KiB group): a payload reserves
+ * less than 512 bytes more than it asked for, under 1% from 64 KiB up. With
+ * larger sub-blocks the run is rounded to its size class too.
  *
  * <h2>Threads</h2>
  * Chunks (and blocks cut into sub-blocks) are spread over stripes, each with
@@ -86,11 +90,11 @@ public final class BlockPool implements Releaser {
 
     /**
      * Allocates the parts of a payload of {@code size} bytes: whole blocks,
-     * whole sub-blocks, then the remainder. The returned allocations are live
-     * and each must be freed with {@link MemoryPool#free}; together they hold
-     * exactly {@code size} bytes of requested capacity. At a limit the
-     * category's policy applies to the payload as a whole: no part is kept
-     * unless all could be had.
+     * whole sub-blocks, then the remainder's whole pages and its last partial
+     * page. The returned allocations are live and each must be freed with
+     * {@link MemoryPool#free}; together they hold exactly {@code size} bytes of
+     * requested capacity. At a limit the category's policy applies to the
+     * payload as a whole: no part is kept unless all could be had.
      *
      * @return the parts, or null at a limit under {@link LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException when {@code size} is not positive
@@ -118,7 +122,9 @@ public final class BlockPool implements Releaser {
             int rest = size - wholeBlocks * blocks.slotSize;
             int wholeSubBlocks = rest / subBlocks.slotSize;
             int remainder = rest - wholeSubBlocks * subBlocks.slotSize;
-            List<Allocation> taken = new ArrayList<>(wholeBlocks + wholeSubBlocks + 1);
+            int remainderPages = remainder & -PoolConfig.PAGE_SIZE; // an exact run (see the class comment)
+            int lastPartialPage = remainder - remainderPages;        // one small element
+            List<Allocation> taken = new ArrayList<>(wholeBlocks + wholeSubBlocks + 2);
             int result = DONE;
             try {
                 for (int i = 0; i < wholeBlocks && result == DONE; i++) {
@@ -127,12 +133,11 @@ public final class BlockPool implements Releaser {
                 for (int i = 0; i < wholeSubBlocks && result == DONE; i++) {
                     result = take(subBlocks, taken);
                 }
-                if (result == DONE && remainder > 0) {
-                    Allocation last = new Allocation();
-                    result = pool.tryAllocate(category, remainder, last);
-                    if (result == DONE) {
-                        taken.add(last);
-                    }
+                if (result == DONE && remainderPages > 0) {
+                    result = takeGeneral(remainderPages, taken);
+                }
+                if (result == DONE && lastPartialPage > 0) {
+                    result = takeGeneral(lastPartialPage, taken);
                 }
             } catch (RuntimeException | Error e) {
                 taken.forEach(pool::free);
@@ -144,6 +149,15 @@ public final class BlockPool implements Releaser {
             }
             parts = taken;
             return DONE;
+        }
+
+        private int takeGeneral(int requested, List<Allocation> taken) {
+            Allocation part = new Allocation();
+            int result = pool.tryAllocate(category, requested, part);
+            if (result == DONE) {
+                taken.add(part);
+            }
+            return result;
         }
 
         private int take(SlotSize slots, List<Allocation> taken) {

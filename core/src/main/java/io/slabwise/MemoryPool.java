@@ -39,6 +39,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class MemoryPool {
 
+    private static final System.Logger LOGGER = System.getLogger(MemoryPool.class.getName());
+
     private final PoolConfig config;
     private final SizeClasses sizes;
     private final Arena[] arenas;
@@ -75,6 +77,7 @@ public final class MemoryPool {
             category(quotaCategory);
         }
         ChunkDecay.register(this);
+        LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);
     }
 
     /**
