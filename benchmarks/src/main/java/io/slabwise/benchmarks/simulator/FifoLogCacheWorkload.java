@@ -10,7 +10,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * A log cache: record batches of 100 B to 1 MiB (log-uniform) are appended,
  * and the oldest are evicted to keep the cache within its byte bound. Memory
  * allocated together is freed together, in order. At the ceiling (a null
- * buffer) it evicts more.
+ * buffer) it evicts more, and with nothing left to evict it waits (see
+ * {@link Backpressure}).
  */
 final class FifoLogCacheWorkload implements Workload {
 
@@ -44,7 +45,8 @@ final class FifoLogCacheWorkload implements Workload {
             ByteBuf buf = source.logBuffer(size);
             while (buf == null) {
                 if (cache.isEmpty()) {
-                    throw new IllegalStateException("the ceiling refuses a " + size + "-byte record with the cache empty");
+                    buf = Backpressure.retry(() -> source.logBuffer(size), size); // others hold the memory: wait for them
+                    break;
                 }
                 cached -= evict(cache);
                 buf = source.logBuffer(size);

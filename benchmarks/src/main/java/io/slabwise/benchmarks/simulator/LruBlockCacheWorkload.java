@@ -13,7 +13,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * with Zipf-skewed keys from a key space about four times the cache; a miss
  * loads the block and evicts least-recently-used blocks to stay within the
  * byte bound. Sizes and lifetimes are all mixed. At the ceiling (a null
- * buffer) it evicts more.
+ * buffer) it evicts more, and with nothing left to evict it waits (see
+ * {@link Backpressure}).
  */
 final class LruBlockCacheWorkload implements Workload {
 
@@ -61,7 +62,8 @@ final class LruBlockCacheWorkload implements Workload {
                 ByteBuf buf = source.blockBuffer(size);
                 while (buf == null) {
                     if (cache.isEmpty()) {
-                        throw new IllegalStateException("the ceiling refuses a " + size + "-byte block with the cache empty");
+                        buf = Backpressure.retry(() -> source.blockBuffer(size), size); // others hold the memory
+                        break;
                     }
                     cached -= evictEldest(cache);
                     buf = source.blockBuffer(size);

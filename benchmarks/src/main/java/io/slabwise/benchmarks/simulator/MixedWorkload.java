@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * Everything at once: the log cache, the block cache and the phase-shifting
  * mix, each on its own thread, plus a thread of short-lived network buffers,
- * all on one allocator. A sampler thread records memory every 20 ms until the
- * three long workloads end.
+ * all on one allocator. A sampler thread records memory every 20 ms while all
+ * of them run; the run ends when the three long workloads have.
  */
 final class MixedWorkload implements Workload {
 
@@ -45,7 +45,7 @@ final class MixedWorkload implements Workload {
         }
         Thread network = start(new NetworkWorkload(settings, stopNetwork, live), source, failure);
         long ticks = 0;
-        while (threads.stream().anyMatch(Thread::isAlive)) {
+        while (threads.stream().allMatch(Thread::isAlive)) { // only while everything runs at once
             Thread.sleep(20);
             samples.add(++ticks, live.get(), source);
         }
