@@ -49,6 +49,10 @@ final class MixedWorkload implements Workload {
             Thread.sleep(20);
             samples.add(++ticks, live.get(), source);
         }
+        while (threads.stream().anyMatch(Thread::isAlive)) { // the tail still counts for the peak
+            Thread.sleep(20);
+            samples.notePeak(source.committedBytes());
+        }
         stopNetwork.set(true);
         network.join();
         for (Thread t : threads) {

@@ -26,6 +26,8 @@ final class Samples {
     private final String allocator;
     private final List<Sample> samples = new ArrayList<>();
     private String steadyReport = "";
+    /** Committed bytes seen outside the samples (the mix's tail), for the peak. */
+    private long peakOutsideSamples;
 
     Samples(String workload, String allocator) {
         this.workload = workload;
@@ -76,8 +78,13 @@ final class Samples {
         return samples.isEmpty() ? Double.NaN : samples.get(samples.size() - 1).overhead();
     }
 
+    /** Records committed bytes seen between or after the samples, so the peak covers the whole run. */
+    synchronized void notePeak(long committed) {
+        peakOutsideSamples = Math.max(peakOutsideSamples, committed);
+    }
+
     synchronized long peakCommitted() {
-        long peak = 0;
+        long peak = peakOutsideSamples;
         for (Sample s : samples) {
             peak = Math.max(peak, s.committed());
         }
