@@ -2,6 +2,7 @@ package io.slabwise;
 
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The sequential allocator (FIFO slab): slices carved out of whole chunks by
@@ -32,18 +33,22 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <h2>The waste bound</h2>
  * At most two partly filled chunks per stripe, at most {@code maxTailWaste}
- * given up per retired chunk, plus retired chunks pinned by slices that are
- * still live. {@link #stats()} shows how many chunks are pinned and by how few
- * live bytes.
+ * given up per retired chunk, one empty spare chunk, plus retired chunks
+ * pinned by slices that are still live. {@link #stats()} shows how many chunks
+ * are pinned and by how few live bytes.
  *
  * <h2>Chunk life cycle and threads</h2>
  * Each chunk counts its live slices plus one reference held while it is a
  * stripe's current or overflow chunk. Whoever drops the count to zero (the
- * last release, from any thread, or the retirement) gives the chunk back to
- * the pool, which keeps idle chunks for reuse ({@code maxIdleChunksPerArena}),
- * so an emptied chunk is reused before a new one is taken from the OS.
- * Carving happens under the stripe's lock; stripes are chosen by thread, so
- * threads rarely share one. No lock is global.
+ * last release, from any thread, or the retirement) recycles the chunk: the
+ * allocator keeps one emptied chunk as its spare, taken before any other, and
+ * gives the others back to the pool, which keeps idle chunks for reuse
+ * ({@code maxIdleChunksPerArena}). Under FIFO release a current chunk and an
+ * overflow chunk tend to empty together and to be replaced together; the spare
+ * and the arena's idle chunk between them absorb that, so an emptied chunk is
+ * reused before a new one is taken from the OS. {@link #trim()} gives the
+ * spare back. Carving happens under the stripe's lock; stripes are chosen by
+ * thread, so threads rarely share one. No lock is global.
  */
 public final class SequentialAllocator implements Allocator, Releaser, MemoryPool.Attempt {
 
@@ -57,7 +62,10 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     private final int maxSliceSize;
     private final int maxTailWaste;
     private final int maxRequest;
+    /** Chunks held: open, pinned and the spare. */
     private final AtomicInteger chunksHeld = new AtomicInteger();
+    /** An emptied chunk kept for the next chunk this allocator needs; null when there is none. */
+    private final AtomicReference<SlabChunk> spare = new AtomicReference<>();
     private final AtomicLong liveBytes = new AtomicLong();
     private final AtomicLong wastedTailBytes = new AtomicLong();
     private final AtomicLong slicesCarved = new AtomicLong();
@@ -212,7 +220,12 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     }
 
     private SlabChunk takeChunk() {
-        SlabChunk slab = new SlabChunk();
+        SlabChunk slab = spare.getAndSet(null);
+        if (slab != null) {
+            slab.reopen();
+            return slab;
+        }
+        slab = new SlabChunk();
         pool.acquireChunk(slab.memory);
         chunksHeld.incrementAndGet();
         return slab;
@@ -231,17 +244,21 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return newRequested > 0 && newRequested <= allocation.reserved;
     }
 
-    /** Called by whoever dropped a chunk's count to zero: the chunk goes back to the pool. */
+    /** Called by whoever dropped a chunk's count to zero: it becomes the spare, or goes back to the pool. */
     private void recycle(SlabChunk slab) {
+        if (spare.compareAndSet(null, slab)) {
+            return;
+        }
         chunksHeld.decrementAndGet();
         pool.releaseChunk(slab.memory);
     }
 
     /**
-     * Retires the current and overflow chunks of all stripes; each goes back to
-     * the pool as soon as its last slice is released (at once if it has none).
+     * Gives the spare chunk back to the pool and retires the current and
+     * overflow chunks of all stripes; each of those goes back to the pool as
+     * soon as its last slice is released (at once if it has none).
      *
-     * @return the number of chunks retired
+     * @return the number of chunks retired, plus one if a spare was given back
      */
     public int trim() {
         int retired = 0;
@@ -261,6 +278,13 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
                 }
             }
         }
+        // after the retirements, which may have made a chunk the spare
+        SlabChunk idle = spare.getAndSet(null);
+        if (idle != null) {
+            chunksHeld.decrementAndGet();
+            pool.releaseChunk(idle.memory);
+            retired++;
+        }
         return retired;
     }
 
@@ -278,10 +302,11 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
                 }
             }
         }
+        int spares = spare.get() != null ? 1 : 0;
         int held = chunksHeld.get();
         long live = liveBytes.get();
-        int pinned = Math.max(0, held - open);
-        return new SequentialStats(category.name(), chunkSize, held, open, pinned, live,
+        int pinned = Math.max(0, held - open - spares);
+        return new SequentialStats(category.name(), chunkSize, held, open, pinned, spares, live,
                 Math.max(0, live - openLive), wastedTailBytes.get(), slicesCarved.get(), fallbackAllocations.get());
     }
 
@@ -309,6 +334,12 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
             if (refs.decrementAndGet() == 0) {
                 recycle(this);
             }
+        }
+
+        /** Makes an emptied chunk (the spare) a fresh open chunk; under the lock of the stripe that opens it. */
+        void reopen() {
+            carved = 0;
+            refs.set(1);
         }
     }
 }

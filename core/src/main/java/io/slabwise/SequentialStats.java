@@ -5,9 +5,10 @@ package io.slabwise;
  *
  * @param category           the category it accounts to
  * @param chunkSize          the size of its chunks
- * @param chunks             chunks it holds: open and pinned
+ * @param chunks             chunks it holds: open, pinned and spare
  * @param openChunks         chunks being carved (at most two per stripe: current and overflow)
  * @param pinnedChunks       retired chunks kept alive by slices not yet released
+ * @param spareChunks        emptied chunks kept for the next chunk it needs (0 or 1)
  * @param liveBytes          bytes reserved by live slices (requests rounded to 8 bytes)
  * @param pinnedLiveBytes    the part of {@code liveBytes} that sits in pinned chunks
  * @param wastedTailBytes    tails given up when chunks were retired, since the start
@@ -15,7 +16,7 @@ package io.slabwise;
  * @param fallbackAllocations requests served by the general pool instead (too large, or a large tail left)
  */
 public record SequentialStats(String category, int chunkSize, int chunks, int openChunks, int pinnedChunks,
-                              long liveBytes, long pinnedLiveBytes, long wastedTailBytes,
+                              int spareChunks, long liveBytes, long pinnedLiveBytes, long wastedTailBytes,
                               long slicesCarved, long fallbackAllocations) {
 
     /** Bytes of chunks held by this allocator. */
