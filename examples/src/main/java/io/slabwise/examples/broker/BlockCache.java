@@ -9,13 +9,25 @@ import java.util.Map;
 import java.util.function.BiConsumer;
 
 /**
- * A broker's block cache: blocks read from object storage (64 KiB to 8 MiB),
- * bounded by bytes, evicting the least recently used. Blocks live in
- * composites of fixed-size blocks from a {@link BlockByteBufAllocator}, so the
- * mix of sizes and lifetimes does not fragment the memory behind it.
+ * A broker's block cache: blocks of segments read from object storage
+ * (typically 64 KiB to 8 MiB), bounded by bytes, evicting the least recently
+ * used (LRU). Blocks live in composites of fixed-size blocks from a
+ * {@link BlockByteBufAllocator}, so the mix of sizes and lifetimes does not
+ * fragment the memory behind it.
  *
- * <p>Thread-safe: one lock guards the cache; a loader runs under it, so two
- * readers never load the same block twice.
+ * <pre>
+ *  access order  [ least recently used ........................ most recently used ]
+ *                  ^ evicted first                               ^ get / getOrLoad put it here
+ * </pre>
+ *
+ * <p>Every cached block is held by exactly one reference of the cache; an
+ * eviction releases it, so its memory is freed as soon as no reader holds a
+ * duplicate of it. The cache's {@link #bytes()} therefore equal the requested
+ * bytes of its allocator's category while no reader holds an evicted block.
+ *
+ * <p>Thread-safe: one lock (the cache's monitor) guards it; a loader runs
+ * under it, so two readers never load the same block twice (and a slow loader
+ * holds up the others: fine for an example, not for a broker).
  */
 public final class BlockCache implements AutoCloseable {
 
@@ -26,8 +38,13 @@ public final class BlockCache implements AutoCloseable {
     private long hits;
     private long misses;
     private long evictions;
+    private boolean closed;
 
-    /** A cache of at most {@code maxBytes} bytes of blocks. */
+    /**
+     * A cache of at most {@code maxBytes} bytes of blocks.
+     *
+     * @throws IllegalArgumentException when {@code maxBytes} is not positive
+     */
     public BlockCache(BlockByteBufAllocator allocator, long maxBytes) {
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("maxBytes must be positive: " + maxBytes);
@@ -36,7 +53,10 @@ public final class BlockCache implements AutoCloseable {
         this.maxBytes = maxBytes;
     }
 
-    /** The block under {@code key} as a retained duplicate the caller must release, or null on a miss. */
+    /**
+     * The block under {@code key} as a retained duplicate the caller must
+     * release, or null on a miss; a hit makes it the most recently used.
+     */
     public synchronized ByteBuf get(String key) {
         ByteBuf buf = entries.get(key);
         if (buf == null) {
@@ -49,12 +69,21 @@ public final class BlockCache implements AutoCloseable {
 
     /**
      * The block under {@code key}; on a miss, a buffer of {@code size} bytes is
-     * allocated, filled by {@code loader} (key, buffer to write into), and
-     * cached, evicting least-recently-used blocks until it fits.
+     * allocated, filled by {@code loader} (key, buffer to write into, writer
+     * index 0), and cached, evicting least-recently-used blocks until it fits.
      *
-     * @return a retained duplicate the caller must release, or null when the block is larger than the cache
+     * @return a retained duplicate the caller must release, or null when the
+     *         block is larger than the cache or memory was refused with nothing left to evict
+     * @throws IllegalArgumentException when {@code size} is not positive
+     * @throws IllegalStateException    when the cache is closed
      */
     public synchronized ByteBuf getOrLoad(String key, int size, BiConsumer<String, ByteBuf> loader) {
+        if (closed) {
+            throw new IllegalStateException("the block cache is closed");
+        }
+        if (size <= 0) {
+            throw new IllegalArgumentException("block '" + key + "' must have a positive size: " + size);
+        }
         ByteBuf cached = get(key);
         if (cached != null || size > maxBytes) {
             return cached;
@@ -63,7 +92,7 @@ public final class BlockCache implements AutoCloseable {
             evictEldest();
         }
         ByteBuf buf = allocator.allocate(size);
-        while (buf == null && !entries.isEmpty()) { // the memory ceiling said no: make room and retry
+        while (buf == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
             evictEldest();
             buf = allocator.allocate(size);
         }
@@ -72,7 +101,7 @@ public final class BlockCache implements AutoCloseable {
         }
         try {
             loader.accept(key, buf);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             buf.release();
             throw e;
         }
@@ -95,6 +124,11 @@ public final class BlockCache implements AutoCloseable {
         return bytes;
     }
 
+    /** The bound on {@link #bytes()}. */
+    public long maxBytes() {
+        return maxBytes;
+    }
+
     /** Blocks cached. */
     public synchronized int size() {
         return entries.size();
@@ -110,7 +144,7 @@ public final class BlockCache implements AutoCloseable {
         return misses;
     }
 
-    /** Blocks evicted so far. */
+    /** Blocks evicted so far (by loads and by {@link #close()}). */
     public synchronized long evictions() {
         return evictions;
     }
@@ -120,9 +154,10 @@ public final class BlockCache implements AutoCloseable {
         return entries.containsKey(key);
     }
 
-    /** Releases every cached block. */
+    /** Releases every cached block; later loads fail, lookups miss. Closing twice does nothing. */
     @Override
     public synchronized void close() {
+        closed = true;
         while (!entries.isEmpty()) {
             evictEldest();
         }
