@@ -61,7 +61,10 @@ public final class SequentialByteBufAllocator {
         return sequential.stats();
     }
 
-    /** Gives spare chunks back and retires the current ones; returns how many chunks went back now. */
+    /**
+     * Retires the open chunks (each goes back once its last slice is released)
+     * and gives the spare back; returns the chunks retired plus the spare.
+     */
     public int trim() {
         return sequential.trim();
     }
