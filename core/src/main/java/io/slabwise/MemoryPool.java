@@ -59,6 +59,10 @@ public final class MemoryPool {
     private final MemoryLimit limit;
     /** True while a snapshot reads the accounting counters. */
     private volatile boolean snapshotting;
+    /** Bytes of chunks handed out whole to sequential allocators and block pools. */
+    private final AtomicLong wholeChunkBytes = new AtomicLong();
+    /** Bytes reserved by live slices and slots carved from those chunks. */
+    private final AtomicLong carvedReserved = new AtomicLong();
     private final AtomicLong hugeCommitted = new AtomicLong();
     private final AtomicLong hugeCount = new AtomicLong();
 
@@ -479,6 +483,7 @@ public final class MemoryPool {
         ThreadCache owner = allocation.owner;
         owner.countRelease(category, allocation.requested, reserved, owner == cache);
         if (allocation.releaser != null) {
+            carvedReserved.addAndGet(-reserved);
             allocation.releaser.release(allocation);
             allocation.clear();
         } else {
@@ -549,10 +554,12 @@ public final class MemoryPool {
         out.address = out.chunk.region.address();
         out.requested = 0;
         out.reserved = 0;
+        wholeChunkBytes.addAndGet(sizes.chunkSize());
     }
 
     /** Gives back a chunk taken with {@link #acquireChunk}. */
     void releaseChunk(Allocation chunk) {
+        wholeChunkBytes.addAndGet(-sizes.chunkSize());
         chunk.chunk.arena.free(chunk.chunk, chunk.handle);
         chunk.clear();
     }
@@ -560,6 +567,7 @@ public final class MemoryPool {
     /** Counts an allocation made by a specialised allocator on the calling thread. */
     void countAllocation(Category category, int requested, int reserved, Allocation out) {
         threadCache().countAllocation(category, requested, reserved, out);
+        carvedReserved.addAndGet(reserved);
     }
 
     SizeClasses sizes() {
@@ -810,7 +818,7 @@ public final class MemoryPool {
         return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
                 committedNow[0], hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
                 total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory,
-                ResidentMemory.bytes());
+                ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - carvedReserved.get()));
     }
 
     @Override

@@ -28,10 +28,11 @@ public final class PoolStats {
     private final ArenaSnapshot[] arenas;
     private final List<CategoryStats> categories;
     private final long resident;
+    private final long carvedFree;
 
     PoolStats(long requested, long reserved, long committed, long hugeCommitted, long hugeAllocations,
               long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories,
-              long resident) {
+              long resident, long carvedFree) {
         this.requested = requested;
         this.reserved = reserved;
         this.committed = committed;
@@ -43,6 +44,16 @@ public final class PoolStats {
         this.arenas = arenas;
         this.categories = List.copyOf(categories);
         this.resident = resident;
+        this.carvedFree = carvedFree;
+    }
+
+    /**
+     * Bytes free inside the chunks that sequential allocators and block pools
+     * hold: retired tails, the unused part of open and spare chunks, free
+     * blocks and sub-blocks.
+     */
+    public long carvedFreeBytes() {
+        return carvedFree;
     }
 
     /**
@@ -145,13 +156,17 @@ public final class PoolStats {
         return n;
     }
 
-    /** Bytes handed out of chunks but sitting in thread caches or remote-free queues, not in live buffers. */
+    /**
+     * Bytes released by buffers and sitting in thread caches or remote-free
+     * queues for reuse: what the arenas handed out, less live buffers and less
+     * the chunks held by sequential allocators and block pools.
+     */
     public long cachedBytes() {
         long used = 0;
         for (ArenaSnapshot a : arenas) {
             used += a.usedBytes();
         }
-        return Math.max(0, used - (reserved - hugeCommitted));
+        return Math.max(0, used - (reserved - hugeCommitted) - carvedFree);
     }
 
     /** The number of arenas. */
