@@ -24,6 +24,9 @@ public enum SlabwiseMeters {
     /** Bytes released by buffers but kept in thread caches. */
     MEMORY_CACHED("slabwise.memory.cached", Type.GAUGE, "bytes",
             "Bytes released by buffers and kept in thread caches and remote-free queues for reuse"),
+    /** Free room inside chunks held by sequential allocators and block pools. */
+    MEMORY_CARVED_FREE("slabwise.memory.carved.free", Type.GAUGE, "bytes",
+            "Bytes free inside chunks held by sequential allocators and block pools: open and spare chunks, retired tails, free blocks"),
     /** The process's resident memory. */
     MEMORY_RESIDENT("slabwise.memory.resident", Type.GAUGE, "bytes",
             "Resident memory of the whole process, as the operating system reports it (absent where it does not)"),

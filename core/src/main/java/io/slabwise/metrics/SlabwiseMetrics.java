@@ -71,6 +71,7 @@ public final class SlabwiseMetrics implements MeterBinder {
         gauge(registry, SlabwiseMeters.MEMORY_RESERVED, tags, PoolStats::reservedBytes);
         gauge(registry, SlabwiseMeters.MEMORY_COMMITTED, tags, PoolStats::committedBytes);
         gauge(registry, SlabwiseMeters.MEMORY_CACHED, tags, PoolStats::cachedBytes);
+        gauge(registry, SlabwiseMeters.MEMORY_CARVED_FREE, tags, PoolStats::carvedFreeBytes);
         MemoryPool p = pool.get();
         PoolStats now = p == null ? null : p.stats(); // not cached: the first scrape must see fresh figures
         if (now != null && now.residentBytes().isPresent()) {
