@@ -396,12 +396,12 @@ class BlockPoolTest {
                     }
                 }
                 while (received < perThread) {
-                    take(mine).checkAndFree(pool);
+                    ConcurrentTasks.takeFromNeighbour(mine).checkAndFree(pool);
                     received++;
                 }
             });
         }
-        runConcurrently(tasks);
+        ConcurrentTasks.runConcurrently(tasks);
         PoolStats stats = pool.stats();
         assertEquals(0, stats.requestedBytes(), stats::report);
         assertTrue(stats.category("block_cache").allocations() > 0 && stats.category("small_blocks").allocations() > 0,
@@ -453,12 +453,12 @@ class BlockPoolTest {
                 }
                 kept.forEach(p -> p.checkAndFree(pool));
                 while (received < perThread) {
-                    take(mine).checkAndFree(pool);
+                    ConcurrentTasks.takeFromNeighbour(mine).checkAndFree(pool);
                     received++;
                 }
             });
         }
-        runConcurrently(tasks);
+        ConcurrentTasks.runConcurrently(tasks);
         BlockStats stats = contended.stats();
         assertEquals(0, stats.chunks(), stats::toString);
         assertEquals(0, stats.liveSubBlocks());
@@ -466,40 +466,6 @@ class BlockPoolTest {
         assertEquals(0, category.requested());
         assertEquals(category.allocations(), category.releases());
         assertEverythingReturns();
-    }
-
-    private static Payload take(BlockingQueue<Payload> queue) {
-        try {
-            Payload p = queue.poll(10, TimeUnit.SECONDS); // a bound for a broken neighbour, not a pause
-            assertNotNull(p, "a neighbour stopped handing over payloads");
-            return p;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
-    }
-
-    /** Runs every task on its own thread and rethrows the first failure. */
-    private static void runConcurrently(List<Runnable> tasks) throws InterruptedException {
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> threads = new ArrayList<>();
-        for (Runnable task : tasks) {
-            Thread thread = new Thread(() -> {
-                try {
-                    task.run();
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            threads.add(thread);
-            thread.start();
-        }
-        for (Thread thread : threads) {
-            thread.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError("a worker failed", failure.get());
-        }
     }
 
     /** The parts of one payload, each stamped at its first and last bytes. */

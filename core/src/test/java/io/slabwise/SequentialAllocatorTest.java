@@ -569,12 +569,12 @@ class SequentialAllocatorTest {
                     }
                 }
                 while (received < perThread) { // the left neighbour's last slices
-                    theirs(mine).checkAndFree(pool);
+                    ConcurrentTasks.takeFromNeighbour(mine).checkAndFree(pool);
                     received++;
                 }
             });
         }
-        runConcurrently(tasks);
+        ConcurrentTasks.runConcurrently(tasks);
         PoolStats stats = pool.stats();
         assertEquals(0, stats.requestedBytes(), stats::report);
         CategoryStats category = stats.category("shared_log");
@@ -627,43 +627,9 @@ class SequentialAllocatorTest {
                 }
             }
         });
-        runConcurrently(tasks);
+        ConcurrentTasks.runConcurrently(tasks);
         assertEquals(0, log.stats().liveBytes());
         assertEverythingReturns();
-    }
-
-    private static Stamped theirs(BlockingQueue<Stamped> queue) {
-        try {
-            Stamped s = queue.poll(10, TimeUnit.SECONDS); // a bound for a broken neighbour, not a pause
-            assertNotNull(s, "a neighbour stopped handing over slices");
-            return s;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
-    }
-
-    /** Runs every task on its own thread and rethrows the first failure. */
-    private static void runConcurrently(List<Runnable> tasks) throws InterruptedException {
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> threads = new ArrayList<>();
-        for (Runnable task : tasks) {
-            Thread thread = new Thread(() -> {
-                try {
-                    task.run();
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            threads.add(thread);
-            thread.start();
-        }
-        for (Thread thread : threads) {
-            thread.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError("a worker failed", failure.get());
-        }
     }
 
     /** A slice with a stamp written at its start, its middle and its end. */

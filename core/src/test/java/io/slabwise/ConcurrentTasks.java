@@ -1,0 +1,51 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+/** Helpers for the concurrency tests: run tasks on threads and fail on any failure, take from a neighbour. */
+final class ConcurrentTasks {
+
+    private ConcurrentTasks() {
+    }
+
+    /** Runs every task on its own thread, waits for all, and rethrows the first failure of any. */
+    static void runConcurrently(List<Runnable> tasks) throws InterruptedException {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (Runnable task : tasks) {
+            Thread thread = new Thread(() -> {
+                try {
+                    task.run();
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("a worker failed", failure.get());
+        }
+    }
+
+    /** The next item a neighbouring thread hands over; fails if none comes within 10 s (a broken neighbour). */
+    static <T> T takeFromNeighbour(BlockingQueue<T> queue) {
+        try {
+            T item = queue.poll(10, TimeUnit.SECONDS); // a bound for a broken neighbour, not a pause
+            assertNotNull(item, "a neighbour stopped handing over");
+            return item;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+}
