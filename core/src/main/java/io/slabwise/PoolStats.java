@@ -57,9 +57,9 @@ public final class PoolStats {
     }
 
     /**
-     * The process's resident memory when the snapshot was taken (Linux: from
-     * {@code /proc/self/statm}); empty where the platform does not say. It is
-     * the whole process, not only Slabwise's memory.
+     * The process's resident memory when the snapshot was taken (Linux: the
+     * {@code VmRSS} of {@code /proc/self/status}); empty where the platform
+     * does not say. It is the whole process, not only Slabwise's memory.
      */
     public OptionalLong residentBytes() {
         return resident < 0 ? OptionalLong.empty() : OptionalLong.of(resident);

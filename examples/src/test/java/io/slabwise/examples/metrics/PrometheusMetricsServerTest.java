@@ -1,5 +1,6 @@
 package io.slabwise.examples.metrics;
 
+import io.netty.buffer.ByteBuf;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -8,51 +9,118 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Scrapes the example server's /metrics over a real socket and checks the Slabwise series. */
+/**
+ * Starts the example server on a free port, sends it traffic, and scrapes
+ * {@code /metrics} over a real socket: the Slabwise series are there, tagged,
+ * described and consistent, next to Micrometer's stock Netty series.
+ */
 class PrometheusMetricsServerTest {
 
-    private static final Pattern SAMPLE = Pattern.compile("^(slabwise_[a-z_]+)\\{([^}]*)} ([0-9.eE+\\-]+|NaN)$",
-            Pattern.MULTILINE);
+    private static final int HELD = 100_000;
+
+    /** One sample line: name, labels, value. */
+    private static final Pattern SAMPLE = Pattern.compile("^([a-z_]+)\\{([^}]*)} (\\S+)$", Pattern.MULTILINE);
 
     @Test
     void metricsEndpointServesSaneSlabwiseSeries() throws Exception {
         try (PrometheusMetricsServer server = PrometheusMetricsServer.start(0)) {
-            for (int size : new int[] {100, 5000, 70_000}) {
+            assertTrue(server.port() > 0);
+            for (int size : new int[] {100, 5000, 70_000, 3 << 20}) {
                 String payload = get(server.port(), "/payload?size=" + size);
-                assertTrue(payload.startsWith("HTTP/1.1 200"), payload.lines().findFirst().orElse(""));
+                assertEquals("HTTP/1.1 200 OK", statusLine(payload));
+                assertTrue(payload.contains("content-length: " + size), payload.lines().limit(4).toList().toString());
             }
-            String response = get(server.port(), "/metrics");
-            assertTrue(response.startsWith("HTTP/1.1 200"));
-            Map<String, Double> values = new HashMap<>();
-            Matcher m = SAMPLE.matcher(response);
-            while (m.find()) {
-                String labels = m.group(2);
-                String key = m.group(1) + (labels.contains("category=\"network\"") ? "{network}" : "")
-                        + (labels.contains("state=\"used\"") ? "{used}" : "");
-                values.put(key, Double.parseDouble(m.group(3)));
-                assertTrue(labels.contains("allocator=\"http\""), labels);
+            assertEquals("HTTP/1.1 400 Bad Request", statusLine(get(server.port(), "/payload?size=lots")));
+            assertEquals("HTTP/1.1 404 Not Found", statusLine(get(server.port(), "/nothing")));
+
+            // a buffer live across the scrape, so that the figures are not all zero
+            ByteBuf held = server.allocator().forCategory(PrometheusMetricsServer.PAYLOAD_CATEGORY).directBuffer(HELD);
+            String response;
+            try {
+                response = get(server.port(), "/metrics");
+            } finally {
+                held.release();
             }
-            double requested = values.get("slabwise_memory_requested_bytes");
-            double reserved = values.get("slabwise_memory_reserved_bytes");
-            double committed = values.get("slabwise_memory_committed_bytes");
-            assertTrue(requested >= 0 && requested <= reserved && reserved <= committed,
-                    requested + " " + reserved + " " + committed);
-            assertTrue(committed > 0, "the payloads made the pool commit chunks");
-            assertTrue(values.get("slabwise_category_allocations_buffers_total{network}") >= 3);
-            assertTrue(values.containsKey("slabwise_chunks{used}") || values.containsKey("slabwise_chunks_chunks{used}"),
-                    values.keySet().toString());
-            assertTrue(response.contains("netty_allocator_memory_used"), "Micrometer's stock Netty meters too");
+            assertEquals("HTTP/1.1 200 OK", statusLine(response));
+            Map<String, Double> samples = samples(response);
+            System.out.println("scraped /metrics (slabwise and netty allocator lines):");
+            response.lines().filter(l -> l.matches("(# [A-Z]+ )?(slabwise|netty_allocator_memory)_.*"))
+                    .forEach(System.out::println);
+
+            for (Map.Entry<String, Double> e : samples.entrySet()) {
+                if (e.getKey().startsWith("slabwise_")) {
+                    assertTrue(e.getKey().contains("allocator=\"http\""), e.getKey());
+                }
+            }
+            for (String category : new String[] {"network", "payload"}) {
+                for (String series : new String[] {"slabwise_category_requested_bytes", "slabwise_category_reserved_bytes",
+                        "slabwise_category_buffers", "slabwise_category_allocations_buffers_total"}) {
+                    sample(samples, series + "{allocator=\"http\",category=\"" + category + "\"}");
+                }
+            }
+            double requested = sample(samples, "slabwise_memory_requested_bytes{allocator=\"http\"}");
+            double reserved = sample(samples, "slabwise_memory_reserved_bytes{allocator=\"http\"}");
+            double committed = sample(samples, "slabwise_memory_committed_bytes{allocator=\"http\"}");
+            assertTrue(0 <= requested && requested <= reserved && reserved <= committed,
+                    requested + " <= " + reserved + " <= " + committed);
+            assertTrue(requested >= HELD, "the held buffer is live: " + requested);
+            assertTrue(committed >= 3 << 20, "the payloads made the pool commit memory: " + committed);
+            assertEquals(HELD, sample(samples,
+                    "slabwise_category_requested_bytes{allocator=\"http\",category=\"payload\"}"));
+            assertEquals(1, sample(samples, "slabwise_category_buffers{allocator=\"http\",category=\"payload\"}"));
+            assertTrue(sample(samples, "slabwise_category_reserved_bytes{allocator=\"http\",category=\"payload\"}")
+                    >= HELD);
+            assertTrue(sample(samples,
+                    "slabwise_category_allocations_buffers_total{allocator=\"http\",category=\"payload\"}") >= 4,
+                    "every payload was allocated in its category");
+            assertTrue(sample(samples,
+                    "slabwise_category_allocations_buffers_total{allocator=\"http\",category=\"network\"}") >= 1,
+                    "the channels' own buffers are in the default category");
+            assertTrue(sample(samples, "slabwise_chunks{allocator=\"http\",state=\"used\"}") >= 0);
+            double internal = sample(samples, "slabwise_fragmentation_internal{allocator=\"http\"}");
+            assertTrue(internal >= 0 && internal < 1, "internal fragmentation is a ratio: " + internal);
+
+            double nettyDirect = samples.entrySet().stream()
+                    .filter(e -> e.getKey().startsWith("netty_allocator_memory_used{")
+                            && e.getKey().contains("memory_type=\"direct\""))
+                    .mapToDouble(Map.Entry::getValue).findFirst().orElse(Double.NaN);
+            assertEquals(committed, nettyDirect, "Micrometer's stock Netty meter reads the same allocator's committed bytes");
+
             assertTrue(response.contains("# HELP slabwise_memory_committed_bytes Native memory"), "descriptions");
+            assertTrue(response.contains("# TYPE slabwise_category_allocations_buffers_total counter"), "a counter");
         }
     }
 
+    /** Every labelled sample of a scrape, keyed by {@code name{labels}}. */
+    private static Map<String, Double> samples(String scrape) {
+        Map<String, Double> samples = new TreeMap<>();
+        Matcher m = SAMPLE.matcher(scrape);
+        while (m.find()) {
+            samples.put(m.group(1) + "{" + m.group(2) + "}", Double.parseDouble(m.group(3)));
+        }
+        return samples;
+    }
+
+    private static double sample(Map<String, Double> samples, String series) {
+        Double value = samples.get(series);
+        assertNotNull(value, series + " in " + samples.keySet());
+        return value;
+    }
+
+    private static String statusLine(String response) {
+        return response.lines().findFirst().orElse("");
+    }
+
+    /** One HTTP/1.1 GET over a plain socket to 127.0.0.1; the whole response, headers included. */
     private static String get(int port, String path) throws Exception {
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
@@ -64,7 +132,7 @@ class PrometheusMetricsServerTest {
             InputStream in = socket.getInputStream();
             ByteArrayOutputStream all = new ByteArrayOutputStream();
             in.transferTo(all);
-            return all.toString(StandardCharsets.UTF_8);
+            return all.toString(StandardCharsets.ISO_8859_1);
         }
     }
 }
