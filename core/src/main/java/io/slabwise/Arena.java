@@ -173,8 +173,9 @@ final class Arena {
             chunk.usedBytes -= subpage.elementSize;
             usedBytes -= subpage.elementSize;
             if (!subpage.inList) {
-                linkSubpage(subpage);
-            } else if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
+                linkSubpage(subpage); // it was full; with a single element it is now empty as well
+            }
+            if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
                 unlinkSubpage(subpage);
                 chunk.setSubpage(subpage.runStart, null);
                 chunk.freeRun(subpage.runStart, subpage.runPages);
@@ -332,7 +333,8 @@ final class Arena {
         int[] usedPercent = new int[chunkCount];
         for (int i = 0; i < chunkCount; i++) {
             Chunk chunk = chunks.get(i);
-            usedPercent[i] = (int) (chunk.usedBytes * 100 / chunk.chunkSize());
+            // a chunk with anything in use is at least 1%, so that a pinned chunk never looks idle
+            usedPercent[i] = chunk.usedBytes == 0 ? 0 : (int) Math.max(1, chunk.usedBytes * 100 / chunk.chunkSize());
         }
         return new ArenaSnapshot(index, boundThreads.get(), chunkCount, idleChunks, usedBytes,
                 (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, hugeAllocated, usedPercent);

@@ -179,7 +179,11 @@ public final class PoolStats {
         return chunkSize;
     }
 
-    /** For every pooled chunk, arena by arena, the percentage of its bytes handed out. */
+    /**
+     * For every pooled chunk, arena by arena, the percentage of its bytes
+     * handed out, rounded down but at least 1 when anything is handed out
+     * (0 means nothing is).
+     */
     public int[] chunkUsePercent() {
         int[] all = new int[chunks()];
         int i = 0;

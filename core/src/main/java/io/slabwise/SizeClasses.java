@@ -50,7 +50,7 @@ final class SizeClasses {
             int size = sizeOfIndex(i);
             sizes[i] = size;
             small[i] = size < pageSize || size % pageSize != 0;
-            subpageRunPages[i] = small[i] ? chooseSubpageRunPages(size, pageSize) : 0;
+            subpageRunPages[i] = small[i] ? chooseSubpageRunPages(size, pageSize, chunkSize / pageSize) : 0;
         }
         if (sizes[count - 1] != chunkSize) {
             throw new IllegalStateException("chunk size " + chunkSize + " is not a size class");
@@ -80,19 +80,29 @@ final class SizeClasses {
     /**
      * Picks the run length of a subpage: the fewest pages whose tail (the part
      * too short for another element) is at most 1/64 of the run, capped so a
-     * subpage never holds more than {@link Subpage#MAX_ELEMENTS} elements.
+     * subpage never holds more than {@link Subpage#MAX_ELEMENTS} elements. The
+     * run is carved from one chunk, so it is at most {@code chunkPages} long;
+     * when no run that short meets the 1/64 bound (small chunks), the one that
+     * wastes the smallest share of itself is taken.
      */
-    private static int chooseSubpageRunPages(int elementSize, int pageSize) {
-        int pages = Math.max(1, (elementSize + pageSize - 1) / pageSize);
-        while (true) {
+    private static int chooseSubpageRunPages(int elementSize, int pageSize, int chunkPages) {
+        int best = -1;
+        long bestTail = 0;
+        long bestRunBytes = 1;
+        for (int pages = Math.max(1, (elementSize + pageSize - 1) / pageSize); pages <= chunkPages; pages++) {
             long runBytes = (long) pages * pageSize;
             long tail = runBytes % elementSize;
             long elements = runBytes / elementSize;
             if (elements >= Subpage.MAX_ELEMENTS || tail * 64 <= runBytes) {
                 return pages;
             }
-            pages++;
+            if (best < 0 || tail * bestRunBytes < bestTail * runBytes) {
+                best = pages;
+                bestTail = tail;
+                bestRunBytes = runBytes;
+            }
         }
+        return best;
     }
 
     int count() {

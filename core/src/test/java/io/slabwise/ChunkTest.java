@@ -8,62 +8,141 @@ import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** A chunk's free-run index against a plain model: a boolean per page. */
+/** A chunk's free-run index against a plain model (a boolean per page), and its handle layout. */
 class ChunkTest {
 
-    private static final int PAGES = 128;
+    private static final int PAGE_SHIFT = 13;
 
-    private static Chunk newChunk() {
-        NativeRegion region = new NativeRegion(ByteBuffer.allocateDirect(PAGES * 8192), 0, PAGES * 8192);
-        return new Chunk(null, region, 0, 13);
+    /** A chunk with no arena over a plain direct buffer: the free-run index needs neither. */
+    static Chunk newChunk(int pages) {
+        int bytes = pages << PAGE_SHIFT;
+        NativeRegion region = new NativeRegion(ByteBuffer.allocateDirect(bytes), 0, bytes);
+        return new Chunk(null, region, 0, PAGE_SHIFT);
+    }
+
+    @Test
+    void aNewChunkIsOneFreeRunOfAllItsPages() {
+        Chunk chunk = newChunk(512);
+        assertEquals(512, chunk.pages);
+        assertEquals(512, chunk.freePages);
+        assertEquals(512, chunk.longestFreeRun());
+        assertTrue(chunk.isEmpty());
+        assertFalse(chunk.huge);
+        long whole = chunk.allocateRun(512);
+        assertEquals(0, Chunk.runStart(whole));
+        assertEquals(512, Chunk.runPages(whole));
+        assertEquals(0, chunk.freePages);
+        assertEquals(0, chunk.longestFreeRun());
+        assertEquals(-1, chunk.allocateRun(1), "a full chunk refuses even one page");
+        chunk.freeRun(0, 512);
+        assertTrue(chunk.isEmpty());
+        assertEquals(512, chunk.longestFreeRun());
+    }
+
+    /** Runs are split from the low end of the free run they come from, so a fresh chunk fills in address order. */
+    @Test
+    void runsComeFromTheLowEndOfTheirFreeRun() {
+        Chunk chunk = newChunk(64);
+        int expected = 0;
+        for (int length : new int[] {1, 3, 8, 2, 17}) {
+            long handle = chunk.allocateRun(length);
+            assertEquals(expected, Chunk.runStart(handle));
+            assertEquals((long) expected << PAGE_SHIFT, chunk.offset(handle));
+            expected += length;
+        }
+        assertEquals(64 - expected, chunk.freePages);
+        assertEquals(64 - expected, chunk.longestFreeRun());
+    }
+
+    /** Freeing the run between two free runs merges all three, whichever order they were freed in. */
+    @Test
+    void freeingCoalescesWithBothNeighbours() {
+        Chunk chunk = newChunk(16);
+        long a = chunk.allocateRun(4);
+        long b = chunk.allocateRun(4);
+        long c = chunk.allocateRun(4);
+        long d = chunk.allocateRun(4);
+        chunk.freeRun(Chunk.runStart(a), 4);
+        chunk.freeRun(Chunk.runStart(c), 4);
+        assertEquals(4, chunk.longestFreeRun(), "a and c are not adjacent");
+        assertEquals(-1, chunk.allocateRun(5));
+        chunk.freeRun(Chunk.runStart(b), 4);
+        assertEquals(12, chunk.longestFreeRun(), "a, b and c merged");
+        long twelve = chunk.allocateRun(12);
+        assertEquals(0, Chunk.runStart(twelve));
+        chunk.freeRun(0, 12);
+        chunk.freeRun(Chunk.runStart(d), 4);
+        assertEquals(16, chunk.longestFreeRun());
+        assertTrue(chunk.isEmpty());
     }
 
     /**
-     * Seeded random runs are taken and given back; after every step the
-     * chunk's free pages and longest free run agree with the model, a run is
-     * refused exactly when the model has no free stretch long enough, and the
-     * run handed out is the shortest free stretch that fits (best fit).
+     * Seeded random runs are taken and given back on chunks whose run lengths
+     * span one, two and several words of the length bitmap; after every step
+     * the chunk's free pages and longest free run agree with the model, a run
+     * is refused exactly when the model has no free stretch long enough, and
+     * the run handed out is the low end of a shortest free stretch that fits
+     * (best fit). At the end everything is freed and merges into one run.
      */
     @Test
     void freeRunIndexAgreesWithAModel() {
-        Chunk chunk = newChunk();
-        boolean[] used = new boolean[PAGES];
-        List<long[]> runs = new ArrayList<>();
-        Random random = new Random(21);
-        for (int step = 0; step < 20_000; step++) {
+        checkAgainstModel(64, 21, 20_000);
+        checkAgainstModel(128, 22, 20_000);
+        checkAgainstModel(200, 23, 20_000);
+        checkAgainstModel(512, 24, 10_000);
+    }
+
+    private static void checkAgainstModel(int pages, long seed, int steps) {
+        Chunk chunk = newChunk(pages);
+        boolean[] used = new boolean[pages];
+        List<int[]> runs = new ArrayList<>();
+        Random random = new Random(seed);
+        int refusals = 0;
+        for (int step = 0; step < steps; step++) {
             if (runs.isEmpty() || random.nextInt(100) < 55) {
-                int length = 1 + (random.nextInt(4) == 0 ? random.nextInt(PAGES) : random.nextInt(8));
+                int length = 1 + (random.nextInt(4) == 0 ? random.nextInt(pages) : random.nextInt(8));
                 int bestFit = shortestStretchAtLeast(used, length);
                 long handle = chunk.allocateRun(length);
                 if (bestFit < 0) {
-                    assertEquals(-1, handle, "refused exactly when nothing fits");
+                    assertEquals(-1, handle, "refused exactly when nothing fits: " + length + " pages, step " + step);
+                    refusals++;
                     continue;
                 }
+                assertTrue(handle != -1, "a stretch of " + bestFit + " fits " + length + " pages, step " + step);
                 int start = Chunk.runStart(handle);
                 assertEquals(length, Chunk.runPages(handle));
-                assertEquals(bestFit, stretchLengthAt(used, start), "best fit: the shortest stretch that fits");
+                assertFalse(Chunk.isSubpage(handle));
+                assertTrue(start == 0 || used[start - 1], "the run starts a free stretch, step " + step);
+                assertEquals(bestFit, stretchLengthAt(used, start), "best fit: the shortest stretch that fits, step " + step);
                 for (int p = start; p < start + length; p++) {
-                    assertTrue(!used[p], "page " + p + " handed out twice");
+                    assertFalse(used[p], "page " + p + " handed out twice");
                     used[p] = true;
                 }
-                runs.add(new long[] {start, length});
+                runs.add(new int[] {start, length});
             } else {
-                long[] run = runs.remove(random.nextInt(runs.size()));
-                chunk.freeRun((int) run[0], (int) run[1]);
-                for (int p = (int) run[0]; p < run[0] + run[1]; p++) {
+                int[] run = runs.remove(random.nextInt(runs.size()));
+                chunk.freeRun(run[0], run[1]);
+                for (int p = run[0]; p < run[0] + run[1]; p++) {
                     used[p] = false;
                 }
             }
-            assertEquals(freePages(used), chunk.freePages);
-            assertEquals(longestStretch(used), chunk.longestFreeRun());
+            assertEquals(freePages(used), chunk.freePages, "free pages, step " + step);
+            assertEquals(longestStretch(used), chunk.longestFreeRun(), "longest free run, step " + step);
+            assertEquals(freePages(used) == pages, chunk.isEmpty());
         }
-        for (long[] run : runs) {
-            chunk.freeRun((int) run[0], (int) run[1]);
+        assertTrue(refusals > 0, "the workload reached a full chunk at least once");
+        for (int[] run : runs) {
+            chunk.freeRun(run[0], run[1]);
         }
         assertTrue(chunk.isEmpty());
-        assertEquals(PAGES, chunk.longestFreeRun(), "freed runs merge back into one");
+        assertEquals(pages, chunk.freePages);
+        assertEquals(pages, chunk.longestFreeRun(), "freed runs merge back into one");
+        long whole = chunk.allocateRun(pages);
+        assertEquals(0, Chunk.runStart(whole), "one free run of all pages");
+        assertEquals(0, chunk.freePages);
     }
 
     private static int freePages(boolean[] used) {
@@ -110,24 +189,39 @@ class ChunkTest {
         return best;
     }
 
+    /** Every field of a handle decodes to what was encoded, at the largest values a 256 MiB chunk needs. */
     @Test
-    void subpageElementsAreDistinctAndDoubleFreeIsCaught() {
-        Chunk chunk = newChunk();
-        long run = chunk.allocateRun(1);
-        Subpage subpage = new Subpage(chunk, Chunk.runStart(run), 1, 0, 16);
-        chunk.setSubpage(subpage.runStart, subpage);
-        List<Long> offsets = new ArrayList<>();
-        while (subpage.hasFree()) {
-            long handle = subpage.allocate();
-            assertTrue(Chunk.isSubpage(handle));
-            offsets.add(chunk.offset(handle));
+    void handlesRoundTrip() {
+        int[][] runs = {{0, 1}, {1, 1}, {7, 300}, {32767, 1}, {0, 32768}, {65535, 65535}};
+        for (int[] r : runs) {
+            long handle = Chunk.runHandle(r[0], r[1]);
+            assertEquals(r[0], Chunk.runStart(handle));
+            assertEquals(r[1], Chunk.runPages(handle));
+            assertFalse(Chunk.isSubpage(handle));
+            assertTrue(handle != -1 && handle != 0, "a run handle is never the failure value or a huge handle");
         }
-        assertEquals(512, offsets.size());
-        assertEquals(512, offsets.stream().distinct().count());
-        subpage.free(7);
-        assertEquals(1, subpage.freeElements());
-        org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> subpage.free(7));
-        long again = subpage.allocate();
-        assertEquals(7, Chunk.element(again), "the freed element is found again");
+        for (int element : new int[] {0, 1, 63, 64, 511, 65535}) {
+            long handle = Chunk.subpageHandle(32767, 15, element);
+            assertTrue(Chunk.isSubpage(handle));
+            assertEquals(32767, Chunk.runStart(handle));
+            assertEquals(15, Chunk.runPages(handle));
+            assertEquals(element, Chunk.element(handle));
+        }
+    }
+
+    /** A subpage element's offset is its run's offset plus the element index times the element size. */
+    @Test
+    void subpageOffsetsAreInsideTheirRun() {
+        Chunk chunk = newChunk(32);
+        chunk.allocateRun(3);
+        long run = chunk.allocateRun(9);
+        int start = Chunk.runStart(run);
+        Subpage subpage = new Subpage(chunk, start, 9, SizeClasses.indexOf(9216), 9216);
+        chunk.setSubpage(start, subpage);
+        assertEquals(subpage, chunk.subpageAt(start));
+        for (int e = 0; e < subpage.elements; e++) {
+            long handle = subpage.allocate();
+            assertEquals(((long) start << PAGE_SHIFT) + (long) e * 9216, chunk.offset(handle));
+        }
     }
 }

@@ -1,0 +1,316 @@
+package io.slabwise;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Thread caches: reuse, their bounds and sweeps, remote frees, and getting their memory back from dead and live threads. */
+class ThreadCacheTest {
+
+    private static final int CHUNK = MemoryPoolTest.CHUNK;
+
+    private static MemoryPool newPool(int arenas) {
+        return new MemoryPool(MemoryPoolTest.config().arenas(arenas).build());
+    }
+
+    /** Allocates and frees a spread of small sizes and one run, so that the thread's cache ends up holding memory. */
+    private static ThreadCache fillCache(MemoryPool pool) {
+        List<Allocation> all = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(16 + (i % 40) * 100, a);
+            all.add(a);
+        }
+        Allocation run = new Allocation();
+        pool.allocate(200_000, run); // above the cached sizes: goes to the single large slot
+        all.add(run);
+        ThreadCache cache = run.owner;
+        all.forEach(pool::free);
+        return cache;
+    }
+
+    /** Memory a thread frees comes back to it on its next allocation of the same class, without touching the arena. */
+    @Test
+    void aThreadReusesWhatItFreed() {
+        MemoryPool pool = newPool(1);
+        Allocation a = new Allocation();
+        pool.allocate(740, a); // class 768
+        long address = a.address();
+        pool.free(a);
+        assertTrue(pool.stats().cachedBytes() >= 768, "the freed element is cached");
+        Allocation b = new Allocation();
+        pool.allocate(760, b); // same class, 768
+        assertEquals(address, b.address(), "last freed, first reused");
+        pool.free(b);
+        pool.trim();
+        assertEquals(0, pool.stats().cachedBytes());
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /** A class's stack holds at most maxCachedEntriesPerClass entries and maxCachedBytesPerClass bytes; the rest goes back. */
+    @Test
+    void cachedEntriesAreBoundedPerClass() {
+        MemoryPool byEntries = newPool(1); // 256 entries of 16 bytes
+        freeMany(byEntries, 300, 16);
+        ThreadCache cache = ownCache(byEntries);
+        assertEquals(256 * 16, cache.cachedBytes());
+        assertEquals(256 * 16, byEntries.stats().cachedBytes(), "the arena's figures agree");
+
+        MemoryPool byBytes = new MemoryPool(MemoryPoolTest.config().arenas(1).maxCachedBytesPerClass(1024).build());
+        freeMany(byBytes, 100, 64); // 1024 / 64 = 16 entries
+        assertEquals(16 * 64, ownCache(byBytes).cachedBytes());
+        assertEquals(16 * 64, byBytes.stats().cachedBytes());
+
+        MemoryPool upTo1k = new MemoryPool(MemoryPoolTest.config().arenas(1).maxCachedSize(1024).build());
+        freeMany(upTo1k, 2, 2000); // above the cached sizes: one goes to the large slot, the other back to the arena
+        assertEquals(2048, ownCache(upTo1k).cachedBytes());
+        assertEquals(2048, upTo1k.stats().cachedBytes());
+
+        MemoryPool uncached = new MemoryPool(MemoryPoolTest.config().arenas(1).maxCachedSize(0).build());
+        freeMany(uncached, 100, 64);
+        assertEquals(0, ownCache(uncached).cachedBytes(), "maxCachedSize 0 turns caches off, large slot included");
+        for (MemoryPool pool : new MemoryPool[] {byEntries, byBytes, upTo1k, uncached}) {
+            pool.trim();
+            assertEquals(0, pool.committedBytes());
+        }
+    }
+
+    private static void freeMany(MemoryPool pool, int count, int size) {
+        List<Allocation> all = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(size, a);
+            all.add(a);
+        }
+        all.forEach(pool::free);
+        assertEquals(0, pool.requestedBytes());
+    }
+
+    /** This thread's cache (the owner of a fresh allocation); its figures are exact on this thread. */
+    private static ThreadCache ownCache(MemoryPool pool) {
+        Allocation probe = new Allocation();
+        pool.allocate(CHUNK + 1, probe); // huge: neither taken from nor given to the cache
+        ThreadCache cache = probe.owner;
+        pool.free(probe);
+        return cache;
+    }
+
+    /**
+     * Every {@link ThreadCache#SWEEP_INTERVAL} operations (allocations and
+     * frees), a sweep gives back the entries of each class that were not used
+     * since the previous sweep: entries of a class that was just used survive
+     * the first sweep and go at the second.
+     */
+    @Test
+    void entriesUnusedSinceTheLastSweepGoBack() {
+        MemoryPool pool = newPool(1);
+        freeMany(pool, 10, 1024); // 20 operations, the last 10 of them fill the stack of class 1024
+        ThreadCache cache = ownCache(pool);
+        long filled = cache.cachedBytes();
+        assertTrue(filled >= 10 * 1024);
+        Allocation a = new Allocation();
+        int pairs = ThreadCache.SWEEP_INTERVAL / 2; // two operations each: 20 + 8192 operations, one sweep
+        for (int i = 0; i < pairs; i++) {
+            pool.allocate(16, a);
+            pool.free(a);
+        }
+        assertTrue(cache.cachedBytes() >= filled, "class 1024 was used before the first sweep: kept, " + cache.cachedBytes());
+        for (int i = 0; i < pairs; i++) { // the second sweep
+            pool.allocate(16, a);
+            pool.free(a);
+        }
+        assertTrue(cache.cachedBytes() <= 16 * ThreadCache.REFILL_BATCH, "only 16-byte entries are left: " + cache.cachedBytes());
+        assertEquals(cache.cachedBytes(), pool.stats().cachedBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * Memory of another arena is never cached: a thread bound to one arena
+     * that frees memory of another hands it over through that arena's queue,
+     * and the next snapshot finds it back in its arena.
+     */
+    @Test
+    void memoryOfAnotherArenaGoesBackToItsArena() throws Exception {
+        MemoryPool pool = newPool(2);
+        List<Allocation> mine = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(1024, a);
+            mine.add(a);
+        }
+        ThreadCache ownCache = mine.get(0).owner;
+        AtomicLong otherCached = new AtomicLong(-1);
+        ConcurrentTasks.runConcurrently(List.of(() -> {
+            ThreadCache other = ownCache(pool);
+            assertNotSame(ownCache.arena, other.arena, "the second thread is bound to the other arena");
+            mine.forEach(pool::free);
+            otherCached.set(other.cachedBytes());
+        }));
+        assertEquals(0, otherCached.get(), "nothing of the other arena was cached");
+        PoolStats stats = pool.stats(); // the snapshot drains the queue
+        assertEquals(0, stats.requestedBytes());
+        assertEquals(ownCache.cachedBytes(), stats.cachedBytes(), "only this thread's own cache holds memory");
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * The race checked: a thread fills its cache and dies; the cache, which
+     * no other thread may touch while the owner lives, is flushed by
+     * {@code trim()} once {@code join()} has observed the death. Committed
+     * memory then drops to 0.
+     */
+    @Test
+    void aDeadThreadsCacheIsReclaimedByTrim() throws Exception {
+        MemoryPool pool = newPool(2);
+        AtomicLong cached = new AtomicLong();
+        Thread worker = new Thread(() -> cached.set(fillCache(pool).cachedBytes()));
+        worker.start();
+        worker.join();
+        assertTrue(cached.get() > 200_000, "the dead thread's cache held memory: " + cached.get());
+        assertTrue(pool.committedBytes() > 0);
+        assertEquals(0, pool.requestedBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), pool.stats()::report);
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.chunks());
+        assertEquals(stats.allocations(), stats.releases());
+    }
+
+    /**
+     * The race checked: as above, but the dead thread's cache is reclaimed by
+     * {@code stats()}: its memory is back in the arena (nothing cached, the
+     * arena has no bound thread left) before any trim, and this thread can
+     * reuse it without a new chunk.
+     */
+    @Test
+    void aDeadThreadsCacheIsReclaimedByStats() throws Exception {
+        MemoryPool pool = newPool(1);
+        Thread worker = new Thread(() -> fillCache(pool));
+        worker.start();
+        worker.join();
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.cachedBytes(), stats::report);
+        assertTrue(stats.report().contains("threads=0"), "the dead thread is no longer bound: " + stats.report());
+        long committed = pool.committedBytes();
+        List<Allocation> again = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(16 + (i % 40) * 100, a);
+            again.add(a);
+        }
+        assertEquals(committed, pool.committedBytes(), "the reclaimed memory was reused");
+        again.forEach(pool::free);
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * The race checked: allocations of a thread that has died are released
+     * later by another thread, after the pool moved the dead thread's cache
+     * out of its registry. They stay counted until released, are counted
+     * released exactly once, and once all are gone the dead cache's figures
+     * fold into the pool's totals without being counted twice.
+     */
+    @Test
+    void allocationsOutlivingTheirThreadAreCountedUntilReleased() throws Exception {
+        MemoryPool pool = newPool(2);
+        List<Allocation> handed = new ArrayList<>();
+        Thread worker = new Thread(() -> {
+            fillCache(pool);
+            for (int i = 0; i < 50; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(100 + i * 1000, a);
+                Patterns.write(a, i);
+                handed.add(a);
+            }
+        });
+        worker.start();
+        worker.join();
+        long requested = 0;
+        long reserved = 0;
+        for (Allocation a : handed) {
+            requested += a.requestedBytes();
+            reserved += a.reservedBytes();
+        }
+        PoolStats whileLive = pool.stats(); // the dead cache is flushed, its allocations still live
+        assertEquals(requested, whileLive.requestedBytes());
+        assertEquals(reserved, whileLive.reservedBytes());
+        assertEquals(50, whileLive.liveAllocations());
+        long allocations = whileLive.allocations();
+        for (int i = 0; i < handed.size(); i++) {
+            Patterns.verify(handed.get(i), i);
+            pool.free(handed.get(i));
+        }
+        for (int round = 0; round < 3; round++) { // the first folds the dead cache into the totals, the rest re-read them
+            PoolStats after = pool.stats();
+            assertEquals(0, after.requestedBytes());
+            assertEquals(0, after.reservedBytes());
+            assertEquals(allocations, after.allocations(), "round " + round);
+            assertEquals(allocations, after.releases(), "round " + round);
+        }
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * The race checked: {@code trim()} on one thread while another, live
+     * thread holds memory in its cache. The live cache is not touched by the
+     * trimming thread; it is flushed by its owner at the owner's next
+     * operation, after which a trim brings committed memory to 0 while the
+     * owner is still alive.
+     */
+    @Test
+    void aLiveThreadFlushesItsCacheAtItsNextOperationAfterATrim() throws Exception {
+        // a 4 MiB chunk, so that a 2 MiB request is a pooled run (it goes through the cache) but too large to cache
+        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().chunkSize(4 << 20).arenas(2).build());
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        CountDownLatch filled = new CountDownLatch(1);
+        CountDownLatch trimmed = new CountDownLatch(1);
+        CountDownLatch operated = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        AtomicReference<ThreadCache> workerCache = new AtomicReference<>();
+        AtomicLong cachedAfterOperation = new AtomicLong(-1);
+        Thread worker = new Thread(() -> {
+            try {
+                workerCache.set(fillCache(pool));
+                filled.countDown();
+                assertTrue(trimmed.await(10, TimeUnit.SECONDS));
+                Allocation big = new Allocation();
+                pool.allocate(2 * ThreadCache.LARGE_SLOT_LIMIT, big); // flushes first; too large for any cache
+                pool.free(big);
+                cachedAfterOperation.set(workerCache.get().cachedBytes());
+                operated.countDown();
+                assertTrue(finish.await(10, TimeUnit.SECONDS));
+            } catch (Throwable e) {
+                failure.set(e);
+                filled.countDown();
+                operated.countDown();
+            }
+        });
+        worker.start();
+        assertTrue(filled.await(10, TimeUnit.SECONDS));
+        assertEquals(null, failure.get());
+        pool.trim();
+        assertTrue(pool.committedBytes() > 0, "the live thread's cache still holds memory");
+        trimmed.countDown();
+        assertTrue(operated.await(10, TimeUnit.SECONDS));
+        assertEquals(null, failure.get());
+        assertEquals(0, cachedAfterOperation.get(), "the owner flushed at its next operation");
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "everything is back while the owner still lives");
+        assertTrue(worker.isAlive());
+        finish.countDown();
+        worker.join();
+    }
+}
