@@ -13,16 +13,24 @@ import io.slabwise.netty.SlabwiseAllocator;
 
 /**
  * The allocators the simulator compares. A fresh instance is made for every
- * (workload, allocator) run.
+ * (workload, allocator) run; the workload threads are Netty
+ * {@code FastThreadLocalThread}s, so Netty's thread caches apply to them.
  *
  * <ul>
- *   <li>{@code slabwise}: log buffers from the sequential allocator (category
- *       {@code log_cache}), block buffers from the block pool ({@code block_cache}),
- *       general buffers from the general pool ({@code network}).</li>
- *   <li>{@code pooled}: Netty's {@code PooledByteBufAllocator}, direct, thread
- *       caches on all threads (the workload threads are also
- *       {@code FastThreadLocalThread}s).</li>
- *   <li>{@code adaptive}: Netty's {@code AdaptiveByteBufAllocator}, direct.</li>
+ *   <li>{@code slabwise}: each workload on its dedicated strategy: log records
+ *       from the sequential allocator (category {@code log_cache}), cache blocks
+ *       from the block pool ({@code block_cache}), the phase-shifting mix and
+ *       network buffers from {@code SlabwiseAllocator.directBuffer} (the
+ *       general pool). Committed and reserved bytes are the pool's own
+ *       counters, the same figures as {@code stats().committedBytes()} and
+ *       {@code stats().reservedBytes()} without taking a full snapshot at
+ *       every sample.</li>
+ *   <li>{@code pooled}: Netty's {@code new PooledByteBufAllocator(true)}
+ *       (direct, default arenas and caches). Committed bytes are
+ *       {@code metric().usedDirectMemory()}; reserved bytes are not exposed.</li>
+ *   <li>{@code adaptive}: Netty's {@code new AdaptiveByteBufAllocator(true, true)}
+ *       (direct, magazines cached on {@code FastThreadLocalThread}s as on event
+ *       loops). Committed bytes are {@code metric().usedDirectMemory()}.</li>
  * </ul>
  */
 enum AllocatorUnderTest {
@@ -47,10 +55,7 @@ enum AllocatorUnderTest {
             case slabwise:
                 return new SlabwiseSource(maxMemory);
             case pooled:
-                return new NettySource(new PooledByteBufAllocator(true, PooledByteBufAllocator.defaultNumHeapArena(),
-                        PooledByteBufAllocator.defaultNumDirectArena(), PooledByteBufAllocator.defaultPageSize(),
-                        PooledByteBufAllocator.defaultMaxOrder(), PooledByteBufAllocator.defaultSmallCacheSize(),
-                        PooledByteBufAllocator.defaultNormalCacheSize(), true));
+                return new NettySource(new PooledByteBufAllocator(true));
             default:
                 return new NettySource(new AdaptiveByteBufAllocator(true, true));
         }
@@ -161,7 +166,7 @@ enum AllocatorUnderTest {
 
         @Override
         public String report() {
-            return "";
+            return ((ByteBufAllocatorMetricProvider) allocator).metric() + "\n";
         }
     }
 }

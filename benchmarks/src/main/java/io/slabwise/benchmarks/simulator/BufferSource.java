@@ -31,6 +31,6 @@ interface BufferSource {
     /** Gives back idle memory where the allocator can; returns whether it could. */
     boolean trim();
 
-    /** A line about the allocator's state at the end of a run (may be empty). */
+    /** The allocator's own account of its state, for the end of a run: Slabwise's full report, Netty's metric line. */
     String report();
 }

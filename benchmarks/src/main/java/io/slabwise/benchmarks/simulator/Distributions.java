@@ -15,6 +15,11 @@ final class Distributions {
         return (int) Math.round(Math.exp(lo + random.nextDouble() * (hi - lo)));
     }
 
+    /** The mean of {@link #logUniform}: {@code (max - min) / ln(max / min)}. */
+    static double logUniformMean(int min, int max) {
+        return (max - min) / Math.log((double) max / min);
+    }
+
     /** Zipf-distributed keys in {@code [0, n)}: key 0 is the most popular. */
     static final class Zipf {
         private final double[] cumulative;

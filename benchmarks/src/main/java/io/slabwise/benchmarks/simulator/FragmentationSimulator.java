@@ -1,7 +1,9 @@
 package io.slabwise.benchmarks.simulator;
 
+import io.netty.util.Version;
 import io.netty.util.concurrent.FastThreadLocalThread;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,87 +11,122 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The fragmentation simulator: long, seeded, trace-like workloads run on
- * Slabwise and on Netty's allocators one after another in the same JVM,
- * sampling requested, reserved, committed and resident bytes. It writes a CSV
- * per run and an SVG chart per workload, and prints a table of
- * committed/requested at steady state (the mean over the second half of the
- * run), at the end, and the peaks.
+ * Slabwise and on Netty's pooled and adaptive allocators one after another in
+ * the same JVM, a fresh allocator per (workload, allocator) run, sampling
+ * requested, reserved, committed and resident bytes every {@code K}
+ * operations. It writes a CSV per run, an SVG chart per workload and the
+ * allocator's own end-of-run report, and prints a table of committed/requested
+ * at steady state (the mean over the second half of the samples) and at the
+ * end, and the peak committed bytes.
  *
  * <pre>
- * java -Xmx2g -XX:MaxDirectMemorySize=16g -cp benchmarks/target/benchmarks.jar \
+ * java -Xmx2g -XX:MaxDirectMemorySize=8g -cp benchmarks/target/benchmarks.jar \
  *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix]
  *     [--allocators slabwise,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
- *     [--out benchmarks/results] [--ceiling-fraction 0.6] [--quick]
+ *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--quick]
  * </pre>
  *
- * With {@code --ceiling-fraction F}, each workload is run once more on Slabwise
- * with a ceiling of F times the peak committed bytes of Netty's pooled
+ * The workloads are described in {@code benchmarks/SIMULATOR.md}. With
+ * {@code --ceiling-fraction F}, each workload runs once more on Slabwise with
+ * a ceiling on committed memory of F times the peak of Netty's pooled
  * allocator in the same run (caches evict when refused, network buffers wait).
  */
 public final class FragmentationSimulator {
 
-    private FragmentationSimulator() {
+    private static final Set<String> OPTIONS = Set.of("workloads", "allocators", "traffic-gib", "cache-mib", "seed",
+            "out", "sample-every", "ceiling-fraction", "quick", "help");
+    private static final Set<String> FLAGS = Set.of("quick", "help");
+    private static final int SAMPLES_PER_RUN = 1000;
+
+    private final Settings settings;
+    private final long sampleEvery;
+    private final Path out;
+    private final List<String> table = new ArrayList<>();
+
+    private FragmentationSimulator(Settings settings, long sampleEvery, Path out) {
+        this.settings = settings;
+        this.sampleEvery = sampleEvery;
+        this.out = out;
     }
 
-    /** Entry point; see the class comment for the options. */
+    /** Entry point; see the class comment and {@code benchmarks/SIMULATOR.md} for the options. */
     public static void main(String[] args) throws Exception {
         Map<String, String> options = parse(args);
+        if (options.containsKey("help")) {
+            System.out.println("options: --workloads fifo,lru,phase,mix --allocators slabwise,pooled,adaptive"
+                    + " --traffic-gib G --cache-mib M --seed S --out DIR --sample-every K --ceiling-fraction F --quick");
+            return;
+        }
         boolean quick = options.containsKey("quick");
         double trafficGib = Double.parseDouble(options.getOrDefault("traffic-gib", quick ? "0.25" : "4"));
         long cacheMib = Long.parseLong(options.getOrDefault("cache-mib", quick ? "64" : "256"));
         long seed = Long.parseLong(options.getOrDefault("seed", "1"));
+        long sampleEvery = Long.parseLong(options.getOrDefault("sample-every", "0"));
         double ceilingFraction = Double.parseDouble(options.getOrDefault("ceiling-fraction", "0"));
         Path out = Path.of(options.getOrDefault("out", "benchmarks/results"));
-        Files.createDirectories(out);
-        Settings settings = new Settings((long) (trafficGib * (1L << 30)), cacheMib << 20, seed, quick ? 50 : 200);
         List<String> workloads = List.of(options.getOrDefault("workloads", "fifo,lru,phase,mix").split(","));
         List<AllocatorUnderTest> allocators = new ArrayList<>();
         for (String a : options.getOrDefault("allocators", "slabwise,pooled,adaptive").split(",")) {
-            allocators.add(AllocatorUnderTest.valueOf(a.trim()));
+            allocators.add(allocator(a.trim()));
         }
+        for (String w : workloads) {
+            workload(w, new Settings(1, 1, 1), new AtomicLong()); // fail on a typo before any run
+        }
+        Files.createDirectories(out);
 
-        System.out.printf(Locale.ROOT, "traffic %.2f GiB per cache workload, caches bounded at %d MiB, seed %d, JVM %s%n%n",
-                trafficGib, cacheMib, seed, System.getProperty("java.version"));
-        List<String> table = new ArrayList<>();
-        table.add(String.format(Locale.ROOT, "%-7s %-14s %8s %8s %12s %12s %12s %12s", "workload", "allocator",
-                "steady", "final", "peak commit", "rss before", "rss peak", "rss trimmed"));
-        for (String workloadName : workloads) {
-            List<Samples> runs = new ArrayList<>();
-            long pooledPeak = 0;
-            for (AllocatorUnderTest allocator : allocators) {
-                Samples samples = runOnce(workloadName, settings, allocator, Long.MAX_VALUE, allocator.name(), table, out);
-                runs.add(samples);
-                if (allocator == AllocatorUnderTest.pooled) {
-                    pooledPeak = samples.peakCommitted();
-                }
-            }
-            if (ceilingFraction > 0 && pooledPeak > 0) {
-                long ceiling = (long) (pooledPeak * ceilingFraction);
-                String label = String.format(Locale.ROOT, "slabwise@%.0f%%", ceilingFraction * 100);
-                Samples capped = runOnce(workloadName, settings, AllocatorUnderTest.slabwise, ceiling, label, table, out);
-                runs.add(capped);
-                System.out.printf(Locale.ROOT, "  ceiling %d MiB (%.0f%% of pooled's peak %d MiB): slabwise peak committed %d MiB%n",
-                        ceiling >> 20, ceilingFraction * 100, pooledPeak >> 20, capped.peakCommitted() >> 20);
-            }
-            SvgChart.write(out.resolve(workloadName + ".svg"), "committed / requested: " + workloadName, runs);
+        Settings settings = new Settings((long) (trafficGib * (1L << 30)), cacheMib << 20, seed);
+        System.out.printf(Locale.ROOT, "traffic %.2f GiB per cache workload, caches bounded at %d MiB, seed %d%n",
+                trafficGib, cacheMib, seed);
+        System.out.printf(Locale.ROOT, "Java %s, Netty %s, -Xmx %d MiB, direct memory limit %d MiB, "
+                        + "MALLOC_MMAP_THRESHOLD_=%s%n%n", System.getProperty("java.version"), nettyVersion(),
+                Runtime.getRuntime().maxMemory() >> 20, maxDirectMemory() >> 20,
+                System.getenv().getOrDefault("MALLOC_MMAP_THRESHOLD_", "(unset)"));
+        FragmentationSimulator simulator = new FragmentationSimulator(settings, sampleEvery, out);
+        for (String workload : workloads) {
+            simulator.compare(workload, allocators, ceilingFraction);
         }
-        System.out.println();
-        table.forEach(System.out::println);
-        System.out.println("\nCSV files and charts in " + out.toAbsolutePath());
+        simulator.printTable();
     }
 
-    private static Samples runOnce(String workloadName, Settings settings, AllocatorUnderTest allocator, long ceiling,
-                                   String label, List<String> table, Path out) throws Exception {
+    /** Runs one workload on every allocator, then (optionally) on Slabwise under a ceiling, and draws the chart. */
+    private void compare(String workload, List<AllocatorUnderTest> allocators, double ceilingFraction)
+            throws Exception {
+        List<Samples> runs = new ArrayList<>();
+        long pooledPeak = 0;
+        for (AllocatorUnderTest allocator : allocators) {
+            Samples samples = run(workload, allocator, Long.MAX_VALUE, allocator.name());
+            runs.add(samples);
+            if (allocator == AllocatorUnderTest.pooled) {
+                pooledPeak = samples.peakCommitted();
+            }
+        }
+        if (ceilingFraction > 0 && pooledPeak > 0) {
+            long ceiling = (long) (pooledPeak * ceilingFraction);
+            String label = String.format(Locale.ROOT, "slabwise@%.0f%%", ceilingFraction * 100);
+            Samples capped = run(workload, AllocatorUnderTest.slabwise, ceiling, label);
+            runs.add(capped);
+            System.out.printf(Locale.ROOT, "  ceiling %d MiB (%.0f%% of pooled's peak %d MiB): peak committed %d MiB%n",
+                    ceiling >> 20, ceilingFraction * 100, pooledPeak >> 20, capped.peakCommitted() >> 20);
+        }
+        SvgChart.write(out.resolve(workload + ".svg"), workload, runs);
+    }
+
+    /** One (workload, allocator) run on a fresh allocator, on a {@code FastThreadLocalThread}. */
+    private Samples run(String workloadName, AllocatorUnderTest allocator, long ceiling, String label)
+            throws Exception {
         settleMemory();
         long residentBefore = Resident.bytes();
         BufferSource source = allocator.create(ceiling);
-        Samples samples = new Samples(workloadName, label);
-        Workload workload = workload(workloadName, settings);
+        AtomicLong live = new AtomicLong();
+        Workload workload = workload(workloadName, settings, live);
+        long every = sampleEvery > 0 ? sampleEvery : Math.max(1, workload.expectedOperations() / SAMPLES_PER_RUN);
+        Samples samples = new Samples(workloadName, label, every, live);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         long start = System.nanoTime();
         Thread thread = new FastThreadLocalThread(() -> {
@@ -101,43 +138,66 @@ public final class FragmentationSimulator {
         }, "simulator-" + workloadName);
         thread.start();
         thread.join();
+        double seconds = (System.nanoTime() - start) / 1e9;
         if (failure.get() != null) {
             throw new IllegalStateException(workloadName + " on " + label + " failed", failure.get());
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
-        String endReport = samples.steadyReport();
+        if (live.get() != 0) {
+            throw new IllegalStateException(workloadName + " on " + label + " ended holding " + live.get() + " bytes");
+        }
         source.trim();
         settleMemory();
         long residentAfter = Resident.bytes();
-        samples.writeCsv(out.resolve(workloadName + "-" + label.replace('%', 'p').replace('@', '-') + ".csv"));
-        table.add(String.format(Locale.ROOT, "%-7s %-14s %8.3f %8.3f %10d M %10d M %10d M %10d M", workloadName, label,
-                samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20, residentBefore >> 20,
-                samples.peakResident() >> 20, residentAfter >> 20));
-        System.out.printf(Locale.ROOT, "%-6s %-14s %6.1f s  steady committed/requested %.3f, final %.3f, peak committed %d MiB%n",
-                workloadName, label, seconds, samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20);
-        if (!endReport.isEmpty() && Boolean.getBoolean("simulator.verbose")) {
-            System.out.print(endReport);
-        }
+
+        String file = workloadName + "-" + label.replace('%', 'p').replace('@', '-');
+        samples.writeCsv(out.resolve(file + ".csv"));
+        Files.writeString(out.resolve(file + "-report.txt"), "At the last sample:\n" + samples.endReport()
+                + "\nAt the peak of committed bytes, " + samples.peakReport(), StandardCharsets.UTF_8);
+        System.out.printf(Locale.ROOT, "%-6s %-14s %6.1f s  %5d samples every %d ops  steady %.3f  final %.3f"
+                        + "  peak committed %d MiB%n", workloadName, label, seconds, samples.all().size(), every,
+                samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20);
+        System.out.print(indent(samples.endReport()));
+        table.add(String.format(Locale.ROOT, "| %-8s | %-14s | %8.3f | %8.3f | %9d | %7.1f | %6d | %6d | %7d |",
+                workloadName, label, samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20,
+                seconds, residentBefore >> 20, samples.peakResident() >> 20, residentAfter >> 20));
         return samples;
     }
 
-    private static Workload workload(String name, Settings settings) {
-        AtomicLong live = new AtomicLong();
+    private void printTable() {
+        System.out.println();
+        System.out.println("committed/requested: steady = mean over the second half of the samples, final = last sample"
+                + " (caches full, survivors live); MiB; rss = VmRSS of the whole JVM before / at peak / after"
+                + " release, trim and GC");
+        System.out.println("| workload | allocator      |   steady |    final | peak MiB |    secs | rss0   | rss^   | rss end |");
+        System.out.println("|----------|----------------|---------:|---------:|---------:|--------:|-------:|-------:|--------:|");
+        table.forEach(System.out::println);
+        System.out.println("\nCSV files, reports and charts in " + out.toAbsolutePath());
+    }
+
+    private static Workload workload(String name, Settings settings, AtomicLong live) {
         switch (name) {
             case "fifo":
-                return new FifoLogCacheWorkload(settings, settings.trafficBytes(), live);
+                return new FifoLogCacheWorkload(settings, live, new FinishLine(1));
             case "lru":
-                return new LruBlockCacheWorkload(settings, settings.trafficBytes(), live);
+                return new LruBlockCacheWorkload(settings, live, new FinishLine(1));
             case "phase":
-                return new PhaseShiftWorkload(settings, 3, live);
+                return new PhaseShiftWorkload(settings, 1, () -> false, live, new FinishLine(1));
             case "mix":
-                return new MixedWorkload(settings);
+                return new MixedWorkload(settings, live);
             default:
                 throw new IllegalArgumentException("unknown workload '" + name + "': use fifo, lru, phase or mix");
         }
     }
 
-    /** Lets the garbage collector and cleaners free what earlier runs dropped. */
+    private static AllocatorUnderTest allocator(String name) {
+        try {
+            return AllocatorUnderTest.valueOf(name);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("unknown allocator '" + name + "': use slabwise, pooled or adaptive", e);
+        }
+    }
+
+    /** Lets the garbage collector and cleaners free what earlier runs dropped (Netty's adaptive frees via GC). */
     private static void settleMemory() throws InterruptedException {
         for (int i = 0; i < 3; i++) {
             System.gc();
@@ -145,14 +205,40 @@ public final class FragmentationSimulator {
         }
     }
 
+    private static String nettyVersion() {
+        Map<String, Version> versions = Version.identify();
+        Version buffer = versions.get("netty-buffer");
+        if (buffer == null) {
+            buffer = versions.get("netty-common");
+        }
+        String version = buffer == null ? "(unknown)" : buffer.artifactVersion();
+        java.security.CodeSource from = io.netty.buffer.PooledByteBufAllocator.class.getProtectionDomain().getCodeSource();
+        return from == null ? version : version + " (buffers from " + Path.of(from.getLocation().getPath()).getFileName() + ")";
+    }
+
+    private static long maxDirectMemory() {
+        return io.netty.util.internal.PlatformDependent.maxDirectMemory();
+    }
+
+    private static String indent(String text) {
+        if (text.isEmpty()) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder();
+        for (String line : text.split("\n")) {
+            sb.append("    ").append(line).append('\n');
+        }
+        return sb.toString();
+    }
+
     private static Map<String, String> parse(String[] args) {
         Map<String, String> options = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
-            if (!args[i].startsWith("--")) {
-                throw new IllegalArgumentException("unexpected argument: " + args[i]);
+            if (!args[i].startsWith("--") || !OPTIONS.contains(args[i].substring(2))) {
+                throw new IllegalArgumentException("unknown argument: " + args[i] + " (try --help)");
             }
             String key = args[i].substring(2);
-            if (key.equals("quick")) {
+            if (FLAGS.contains(key)) {
                 options.put(key, "true");
             } else if (i + 1 < args.length) {
                 options.put(key, args[++i]);

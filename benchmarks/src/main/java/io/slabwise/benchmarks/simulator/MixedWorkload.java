@@ -4,22 +4,33 @@ import io.netty.util.concurrent.FastThreadLocalThread;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * Everything at once: the log cache, the block cache and the phase-shifting
- * mix, each on its own thread, plus a thread of short-lived network buffers,
- * all on one allocator. A sampler thread records memory every 20 ms while all
- * of them run; the run ends when the three long workloads have.
+ * Everything at once on one allocator, one thread each:
+ *
+ * <pre>
+ *  fifo     log cache,   half the bound, half the traffic   ─┐ counted and sampled,
+ *  lru      block cache, half the bound, half the traffic   ─┘ meet at the finish line
+ *  phase    phase-shifting mix, target a quarter of the bound, passes until the finish line
+ *  network  bursts of short-lived buffers, until the finish line
+ * </pre>
+ *
+ * The operations counted (and the samples' x axis) are the two caches'
+ * allocations and releases, whose sequence is fixed by the seed; requested
+ * bytes are what all four threads hold. A cache that is done first keeps its
+ * contents until the other is done too, so every sample sees all four at
+ * work. The phase and network threads stop when both caches are done.
  */
 final class MixedWorkload implements Workload {
 
     private final Settings settings;
+    private final AtomicLong live;
 
-    MixedWorkload(Settings settings) {
+    MixedWorkload(Settings settings, AtomicLong live) {
         this.settings = settings;
+        this.live = live;
     }
 
     @Override
@@ -28,47 +39,45 @@ final class MixedWorkload implements Workload {
     }
 
     @Override
+    public long expectedOperations() {
+        return caches(new FinishLine(2)).stream().mapToLong(Workload::expectedOperations).sum();
+    }
+
+    private List<Workload> caches(FinishLine finish) {
+        Settings half = settings.scaled(settings.trafficBytes() / 2, settings.cacheBytes() / 2);
+        return List.of(new FifoLogCacheWorkload(half, live, finish), new LruBlockCacheWorkload(half, live, finish));
+    }
+
+    @Override
     public void run(BufferSource source, Samples samples) throws Exception {
-        AtomicLong live = new AtomicLong();
-        AtomicBoolean stopNetwork = new AtomicBoolean();
-        Settings half = new Settings(settings.trafficBytes() / 2, settings.cacheBytes() / 2, settings.seed(),
-                settings.sampleEvery());
-        List<Workload> longRunning = List.of(
-                new FifoLogCacheWorkload(half, half.trafficBytes(), live),
-                new LruBlockCacheWorkload(half, half.trafficBytes(), live),
-                new PhaseShiftWorkload(new Settings(0, settings.cacheBytes() / 4, settings.seed(), settings.sampleEvery()),
-                        2, live));
+        FinishLine finish = new FinishLine(2);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
-        for (Workload w : longRunning) {
-            threads.add(start(w, source, failure));
+        for (Workload cache : caches(finish)) {
+            threads.add(start(cache, source, samples, finish, failure));
         }
-        Thread network = start(new NetworkWorkload(settings, stopNetwork, live), source, failure);
-        long ticks = 0;
-        while (threads.stream().allMatch(Thread::isAlive)) { // only while everything runs at once
-            Thread.sleep(20);
-            samples.add(++ticks, live.get(), source);
-        }
-        while (threads.stream().anyMatch(Thread::isAlive)) { // the tail still counts for the peak
-            Thread.sleep(20);
-            samples.notePeak(source.committedBytes());
-        }
-        stopNetwork.set(true);
-        network.join();
+        Settings quarter = settings.scaled(0, settings.cacheBytes() / 4);
+        threads.add(start(new PhaseShiftWorkload(quarter, Integer.MAX_VALUE, finish::passed, live, null), source,
+                Samples.uncounted("phase", live), finish, failure));
+        threads.add(start(new NetworkWorkload(settings, finish::passed, live), source,
+                Samples.uncounted("network", live), finish, failure));
         for (Thread t : threads) {
             t.join();
         }
         if (failure.get() != null) {
-            throw new IllegalStateException("a workload thread failed", failure.get());
+            throw new IllegalStateException("a workload thread of the mix failed", failure.get());
         }
     }
 
-    private static Thread start(Workload workload, BufferSource source, AtomicReference<Throwable> failure) {
+    /** Starts a workload thread; if it fails, the finish line is abandoned so the others do not wait for it. */
+    private static Thread start(Workload workload, BufferSource source, Samples samples, FinishLine finish,
+                                AtomicReference<Throwable> failure) {
         Thread thread = new FastThreadLocalThread(() -> {
             try {
-                workload.run(source, null);
+                workload.run(source, samples);
             } catch (Throwable t) {
                 failure.compareAndSet(null, t);
+                finish.abandon();
             }
         }, "mix-" + workload.name());
         thread.start();

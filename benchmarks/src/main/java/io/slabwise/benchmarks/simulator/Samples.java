@@ -7,31 +7,65 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The memory samples of one (workload, allocator) run: operations so far,
- * requested, reserved (-1 when the allocator does not say), committed and
- * resident bytes. Thread-safe: the mixed workload samples from its own thread.
+ * The memory samples of one (workload, allocator) run. The workload counts
+ * its allocator operations (each allocation and each release) here, and every
+ * {@code K}-th operation takes a sample:
+ *
+ * <pre>
+ *  operations  requested   reserved   committed   resident
+ *  (so far)    (live       (allocator (allocator  (VmRSS of
+ *              payloads)    says, or   holds from  the whole
+ *                           n/a)       the OS)     JVM)
+ * </pre>
+ *
+ * Requested bytes are counted by the workloads themselves (the sum of the
+ * payload sizes they hold), never asked of the allocator, so every allocator
+ * is measured against the same figure.
+ *
+ * <p>Thread-safe: in the mix two workload threads count operations into the
+ * same samples.
  */
 final class Samples {
 
-    /** One sample. */
+    /** One sample; {@code reserved} is -1 when the allocator does not say. */
     record Sample(long operations, long requested, long reserved, long committed, long resident) {
+        /** committed/requested, NaN while nothing is requested. */
         double overhead() {
-            return requested == 0 ? Double.NaN : (double) committed / requested;
+            return requested <= 0 ? Double.NaN : (double) committed / requested;
         }
     }
 
     private final String workload;
     private final String allocator;
+    private final long every;
+    private final AtomicLong requested;
+    private final AtomicLong operations = new AtomicLong();
     private final List<Sample> samples = new ArrayList<>();
-    private String steadyReport = "";
-    /** Committed bytes seen outside the samples (the mix's tail), for the peak. */
-    private long peakOutsideSamples;
+    private String endReport = "";
+    private String peakReport = "";
+    private long peakReported;
 
-    Samples(String workload, String allocator) {
+    /**
+     * @param every     operations between two samples ({@code Long.MAX_VALUE}: count but never sample)
+     * @param requested the workload's live payload bytes
+     */
+    Samples(String workload, String allocator, long every, AtomicLong requested) {
+        if (every < 1) {
+            throw new IllegalArgumentException("operations between samples must be positive: " + every);
+        }
         this.workload = workload;
         this.allocator = allocator;
+        this.every = every;
+        this.requested = requested;
+    }
+
+    /** Samples that count operations but keep none, for the helper threads of the mix. */
+    static Samples uncounted(String workload, AtomicLong requested) {
+        return new Samples(workload, "", Long.MAX_VALUE, requested);
     }
 
     String workload() {
@@ -42,17 +76,59 @@ final class Samples {
         return allocator;
     }
 
-    synchronized void add(long operations, long requested, BufferSource source) {
-        samples.add(new Sample(operations, requested, source.reservedBytes(), source.committedBytes(), Resident.bytes()));
+    /** Counts one allocation or release; every {@code K}-th takes a sample. */
+    void operation(BufferSource source) {
+        long n = operations.incrementAndGet();
+        if (n % every == 0) {
+            take(n, source);
+        }
     }
 
-    /** Keeps the allocator's own report taken while the workload is at its steady state. */
-    synchronized void noteReport(String report) {
-        steadyReport = report;
+    /**
+     * Takes the last sample, with the workload still holding its buffers, and
+     * keeps the allocator's own report of its state at that moment.
+     */
+    void finish(BufferSource source) {
+        take(operations.get(), source);
+        String report = source.report();
+        synchronized (this) {
+            endReport = report;
+        }
     }
 
-    synchronized String steadyReport() {
-        return steadyReport;
+    private void take(long n, BufferSource source) {
+        long live = requested.get();
+        long reserved = source.reservedBytes();
+        long committed = source.committedBytes();
+        long resident = Resident.bytes();
+        boolean newPeak;
+        synchronized (this) {
+            newPeak = committed > peakReported;
+            peakReported = Math.max(peakReported, committed);
+        }
+        if (newPeak) { // rare once the workload is at its steady state
+            String report = "at operation " + n + ", requested " + live + " bytes:\n" + source.report();
+            synchronized (this) {
+                peakReport = report;
+            }
+        }
+        synchronized (this) {
+            int at = samples.size(); // two threads of the mix may come in out of order: keep the list sorted
+            while (at > 0 && samples.get(at - 1).operations() > n) {
+                at--;
+            }
+            samples.add(at, new Sample(n, live, reserved, committed, resident));
+        }
+    }
+
+    /** The allocator's report taken by {@link #finish}. */
+    synchronized String endReport() {
+        return endReport;
+    }
+
+    /** The allocator's report taken at the sample with the most committed bytes. */
+    synchronized String peakReport() {
+        return peakReport;
     }
 
     synchronized List<Sample> all() {
@@ -73,24 +149,21 @@ final class Samples {
         return n == 0 ? Double.NaN : sum / n;
     }
 
-    /** committed/requested at the last sample. */
+    /** committed/requested at the last sample, taken before the workload released what it held. */
     synchronized double finalOverhead() {
         return samples.isEmpty() ? Double.NaN : samples.get(samples.size() - 1).overhead();
     }
 
-    /** Records committed bytes seen between or after the samples, so the peak covers the whole run. */
-    synchronized void notePeak(long committed) {
-        peakOutsideSamples = Math.max(peakOutsideSamples, committed);
-    }
-
+    /** The most committed bytes any sample saw. */
     synchronized long peakCommitted() {
-        long peak = peakOutsideSamples;
+        long peak = 0;
         for (Sample s : samples) {
             peak = Math.max(peak, s.committed());
         }
         return peak;
     }
 
+    /** The most resident bytes any sample saw. */
     synchronized long peakResident() {
         long peak = 0;
         for (Sample s : samples) {
@@ -99,13 +172,19 @@ final class Samples {
         return peak;
     }
 
-    /** Writes the samples as CSV. */
+    /** The largest operation count sampled. */
+    synchronized long lastOperation() {
+        return samples.isEmpty() ? 0 : samples.get(samples.size() - 1).operations();
+    }
+
+    /** Writes the samples as CSV; an allocator that does not report reserved bytes gets {@code n/a}. */
     synchronized void writeCsv(Path file) throws IOException {
         try (PrintWriter out = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
             out.println("operations,requested,reserved,committed,resident,committed_over_requested");
             for (Sample s : samples) {
-                out.printf(java.util.Locale.ROOT, "%d,%d,%d,%d,%d,%.4f%n", s.operations(), s.requested(), s.reserved(),
-                        s.committed(), s.resident(), s.overhead());
+                out.printf(Locale.ROOT, "%d,%d,%s,%d,%d,%.4f%n", s.operations(), s.requested(),
+                        s.reserved() < 0 ? "n/a" : Long.toString(s.reserved()), s.committed(), s.resident(),
+                        s.overhead());
             }
         }
     }

@@ -1,12 +1,16 @@
 package io.slabwise.benchmarks.simulator;
 
 /**
- * The simulator's settings.
+ * What sizes a workload: how much it moves and how much it may hold.
  *
- * @param trafficBytes   bytes each cache workload allocates in total
- * @param cacheBytes     the byte bound of each cache
- * @param seed           the random seed
- * @param sampleEvery    operations between two samples
+ * @param trafficBytes bytes a cache workload allocates in total (records appended, blocks loaded)
+ * @param cacheBytes   the byte bound of a cache, and the fill target of each phase of the phase-shifting mix
+ * @param seed         the random seed; the sequence of operations depends only on it and the two sizes
  */
-record Settings(long trafficBytes, long cacheBytes, long seed, int sampleEvery) {
+record Settings(long trafficBytes, long cacheBytes, long seed) {
+
+    /** The same seed with other sizes, for a workload that runs as part of the mix. */
+    Settings scaled(long traffic, long cache) {
+        return new Settings(traffic, cache, seed);
+    }
 }
