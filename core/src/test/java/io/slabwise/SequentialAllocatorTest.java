@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * huge paths, pinning, bad input, and release from other threads.
  *
  * <p>With 1 MiB chunks a slice may be at most 256 KiB (a quarter chunk), and a
- * chunk whose free tail is at most 16 KiB (1/64 chunk) is retired when the
+ * chunk whose free tail is at most 4 KiB (1/256 chunk) is retired when the
  * next slice does not fit it.
  */
 class SequentialAllocatorTest {
@@ -28,7 +28,7 @@ class SequentialAllocatorTest {
     private static final int KIB = 1024;
     private static final int CHUNK = 1 << 20;
     private static final int MAX_SLICE = CHUNK / 4;
-    private static final int MAX_TAIL_WASTE = CHUNK / 64;
+    private static final int MAX_TAIL_WASTE = CHUNK / 256;
 
     private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).build());
     private final SequentialAllocator log = pool.sequential("log_cache", 2, 2 * CHUNK);
@@ -333,56 +333,70 @@ class SequentialAllocatorTest {
     }
 
     /**
-     * When neither the current nor the overflow chunk can hold a record and
-     * both keep a tail larger than 1/64 chunk, the record goes to the general
-     * pool in the same category; a chunk whose tail is small is retired.
+     * When a record fits neither the current nor the overflow chunk and both
+     * keep a tail too large to give up, the chunk with the smaller tail is
+     * retired and a new overflow chunk takes the record; nothing goes to the
+     * general pool.
      */
     @Test
-    void tailPolicyFallsBackWhenBothTailsAreLargeAndRetiresSmallTails() {
+    void whenNeitherChunkHasRoomTheSmallerTailIsGivenUp() {
         List<Allocation> slices = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            slices.add(slice(240 * KIB)); // current: 64 KiB tail
+            slices.add(slice(240 * KIB)); // current: a 64 KiB tail
         }
         slices.add(slice(100 * KIB)); // overflow opened
         for (int i = 0; i < 3; i++) {
             slices.add(slice(240 * KIB)); // into the overflow: 820 KiB carved, a 204 KiB tail
         }
-        assertEquals(0, log.stats().fallbackAllocations());
+        Allocation record = slice(250 * KIB); // fits neither; the current chunk's 64 KiB tail is the smaller
+        SequentialStats stats = log.stats();
+        assertEquals(0, stats.fallbackAllocations(), stats::toString);
+        assertTrue(isSlice(record));
+        assertEquals(64 * KIB, stats.wastedTailBytes(), "the smaller tail is given up");
+        assertEquals(3, stats.chunks());
+        assertEquals(2, stats.openChunks(), "the former overflow is current, the new chunk the overflow");
+        assertEquals(1, stats.pinnedChunks(), "the retired chunk lives until its slices go");
+        assertEquals(8L * 240 * KIB + 100 * KIB - 240 * KIB + 250 * KIB, stats.liveBytes());
+        Allocation intoFormerOverflow = slice(200 * KIB); // fits the 204 KiB tail of the chunk that is current now
+        assertEquals(slices.get(4).address() + 820 * KIB, intoFormerOverflow.address());
 
-        Allocation fallback = slice(250 * KIB); // fits neither tail, and both are large
-        SequentialStats afterFallback = log.stats();
-        assertEquals(1, afterFallback.fallbackAllocations(), afterFallback::toString);
-        assertEquals(pool.reservedSizeFor(250 * KIB), fallback.reservedBytes(), "a size class of the general pool");
-        assertEquals("log_cache", fallback.category().name(), "accounted to the same category");
-        assertEquals(2, afterFallback.chunks(), "no chunk was opened for it");
-        assertEquals(7L * 240 * KIB + 100 * KIB, afterFallback.liveBytes(),
-                "the allocator's live bytes are its slices only");
         CategoryStats category = logStats();
-        assertEquals(7L * 240 * KIB + 100 * KIB + 250 * KIB, category.requested());
-        assertEquals(7L * 240 * KIB + 100 * KIB + fallback.reservedBytes(), category.reserved());
+        assertEquals(pool.stats().requestedBytes(), category.requested(), "all of it in the category");
 
-        slices.add(slice(56 * KIB)); // fills the current chunk up to an 8 KiB tail
-        Allocation next = slice(20 * KIB); // does not fit 8 KiB: the current chunk is retired, the overflow becomes current
-        SequentialStats afterRetire = log.stats();
-        assertEquals(8 * KIB, afterRetire.wastedTailBytes(), "the small tail is given up");
-        assertEquals(1, afterRetire.openChunks(), afterRetire::toString);
-        assertEquals(1, afterRetire.pinnedChunks(), "the retired chunk lives until its slices go");
-        assertEquals(1, afterRetire.fallbackAllocations());
-        assertEquals(slices.get(4).address() + 820 * KIB, next.address(), "carved from the former overflow chunk");
+        slices.forEach(pool::free);
+        pool.free(record);
+        pool.free(intoFormerOverflow);
+        assertEverythingReturns();
+    }
 
+    /**
+     * When the record fits neither chunk and the overflow chunk's tail is the
+     * smaller one, the overflow chunk is retired and the current one stays
+     * open for the smaller records that follow.
+     */
+    @Test
+    void theOverflowChunkIsRetiredWhenItsTailIsTheSmaller() {
+        List<Allocation> slices = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            pool.free(slices.get(i));
+            slices.add(slice(240 * KIB)); // current: a 64 KiB tail
         }
-        pool.free(slices.get(8)); // the last slice of the retired chunk
-        SequentialStats emptied = log.stats();
-        assertEquals(0, emptied.pinnedChunks());
-        assertEquals(1, emptied.spareChunks(), "the retired chunk, emptied, is the spare");
-        assertEquals(2, emptied.chunks());
-        for (int i = 4; i < 8; i++) {
-            pool.free(slices.get(i));
+        slices.add(slice(100 * KIB)); // overflow opened
+        for (int i = 0; i < 3; i++) {
+            slices.add(slice(250 * KIB));
         }
-        pool.free(next);
-        pool.free(fallback);
+        slices.add(slice(150 * KIB)); // the overflow: 1000 KiB carved, a 24 KiB tail
+        Allocation big = slice(100 * KIB); // fits neither; the overflow's tail is the smaller
+        SequentialStats stats = log.stats();
+        assertEquals(24 * KIB, stats.wastedTailBytes(), stats::toString);
+        assertEquals(3, stats.chunks());
+        assertEquals(2, stats.openChunks(), "the current chunk and a new overflow");
+        assertEquals(1, stats.pinnedChunks(), "the retired overflow");
+        assertEquals(0, stats.fallbackAllocations());
+        Allocation small = slice(60 * KIB); // the current chunk stayed open for it
+        assertEquals(slices.get(0).address() + 960 * KIB, small.address());
+        slices.forEach(pool::free);
+        pool.free(big);
+        pool.free(small);
         assertEverythingReturns();
     }
 
@@ -396,25 +410,25 @@ class SequentialAllocatorTest {
         for (int i = 0; i < 4; i++) {
             slices.add(slice(240 * KIB));
         }
-        slices.add(slice(47 * KIB)); // current: 1007 KiB carved, a 17 KiB tail (just too large to give up)
+        slices.add(slice(59 * KIB)); // current: 1019 KiB carved, a 5 KiB tail (just too large to give up)
         for (int i = 0; i < 4; i++) {
             slices.add(slice(250 * KIB)); // overflow: 1000 KiB carved, a 24 KiB tail
         }
-        slices.add(slice(18 * KIB)); // not into the current tail, into the overflow's: 6 KiB left there
+        slices.add(slice(21 * KIB)); // not into the current tail, into the overflow's: 3 KiB left there
         assertEquals(slices.get(5).address() + 1000 * KIB, slices.get(9).address());
         SequentialStats before = log.stats();
         assertEquals(2, before.openChunks());
         assertEquals(0, before.wastedTailBytes());
-        assertTrue(17 * KIB > MAX_TAIL_WASTE && 6 * KIB <= MAX_TAIL_WASTE, "the premise of this test");
+        assertTrue(5 * KIB > MAX_TAIL_WASTE && 3 * KIB <= MAX_TAIL_WASTE, "the premise of this test");
         Allocation big = slice(100 * KIB); // fits neither: the current tail is large, the overflow's small
         SequentialStats stats = log.stats();
-        assertEquals(6 * KIB, stats.wastedTailBytes(), stats::toString);
+        assertEquals(3 * KIB, stats.wastedTailBytes(), stats::toString);
         assertEquals(3, stats.chunks());
         assertEquals(2, stats.openChunks(), "the current chunk and a new overflow");
         assertEquals(1, stats.pinnedChunks(), "the retired overflow");
         assertEquals(0, stats.fallbackAllocations());
-        Allocation small = slice(16 * KIB); // still fits the current chunk's tail
-        assertEquals(slices.get(4).address() + 47 * KIB, small.address());
+        Allocation small = slice(4 * KIB); // still fits the current chunk's tail
+        assertEquals(slices.get(4).address() + 59 * KIB, small.address());
         slices.forEach(pool::free);
         pool.free(big);
         pool.free(small);
@@ -461,7 +475,7 @@ class SequentialAllocatorTest {
         for (int i = 0; i < 15; i++) {
             others.add(slice(64 * KIB));
         }
-        others.add(slice(64 * KIB - 104 - 8 * KIB)); // leaves an 8 KiB tail: small enough to give up
+        others.add(slice(64 * KIB - 104 - 4 * KIB)); // leaves a 4 KiB tail: small enough to give up
         for (int i = 0; i < 24; i++) {
             others.add(slice(64 * KIB)); // the first chunk is retired, a second carved
         }
@@ -473,7 +487,7 @@ class SequentialAllocatorTest {
         assertEquals(1, stats.pinnedChunks(), "the first chunk is held by the survivor alone");
         assertEquals(104, stats.pinnedLiveBytes(), "100 bytes rounded to 8 hold a whole 1 MiB chunk");
         assertEquals(104, stats.liveBytes());
-        assertEquals(8 * KIB, stats.wastedTailBytes());
+        assertEquals(4 * KIB, stats.wastedTailBytes());
         assertTrue(stats.pinnedOccupancy() < 0.001, "occupancy " + stats.pinnedOccupancy());
         log.trim(); // retires the open chunk, which holds nothing, and gives back the spare
         SequentialStats trimmed = log.stats();
