@@ -2,56 +2,68 @@ package io.slabwise;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The block pool: fixed-size blocks (1 MiB by default) for large payloads such
  * as the entries of an LRU block cache. A payload is stored as whole blocks,
- * then whole sub-blocks (1/16 of a block, 64 KiB by default), then a small
- * remainder. Chunks are cut into blocks only, and some blocks into
- * sub-blocks, so every slot has one of two fixed sizes and any free slot fits
- * the next request of its size; a block whose sub-blocks are all free is a
- * whole block again.
+ * then whole sub-blocks (1/16 of a block, 64 KiB by default), then mini-blocks
+ * (1/32 of a sub-block, 2 KiB by default) for the rest, the last one partly
+ * used. Each block is a region of its own from the pool's chunk source (not a
+ * part of a chunk), some blocks are cut into sub-blocks and some sub-blocks
+ * into mini-blocks, so every slot has one of three fixed sizes, any free slot
+ * fits the next request of its size, and a region whose slots are all free is
+ * a whole slot of the size above again. A free block can go back to the
+ * operating system on its own: the pool keeps up to {@code maxIdleBlocks} of
+ * them for reuse (they go back after the pool's idle decay time, on
+ * {@link #trim()}, or when the pool nears its ceiling) and frees the rest.
+ * Nothing comes from the general pool, whose size classes and thread caches
+ * would hold memory of their own around the remainders.
  *
  * <pre>
- *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ sub 64 KiB ] x4 [ pages ][ last partial page ]
- *                                                                       remainder &lt; 64 KiB, from the
- *                                                                       general pool, same category
- *  chunk (4 MiB):  [ b0 | b1 | b2 | b3 ]          a bitmap of free blocks per chunk
- *  block b2:       [ s0 | s1 | ... | s15 ]        a bitmap of free sub-blocks per block
+ *  payload of 2.3 MiB:  [ block 1 MiB ][ block 1 MiB ][ sub 64 KiB ] x4 [ mini 2 KiB ] x26 [ last mini, partly used ]
+ *  block (1 MiB region): whole, or cut:   [ s0 | s1 | ... | s15 ]   a bitmap of free sub-blocks per block
+ *  sub-block s7:        [ m0 | m1 | ... | m31 ]        a bitmap of free mini-blocks per sub-block
  * </pre>
  *
  * <h2>What a payload reserves</h2>
- * Blocks and sub-blocks exactly. The remainder (under a sub-block) comes from
- * the general pool in two parts: its whole pages as one run, and its last
- * partial page as one small element. With sub-blocks of up to 128 KiB (blocks
- * of up to 2 MiB) every run of fewer pages than a sub-block is a size class of
- * its own, so the run is exact, and only the small element is rounded up, by
- * less than 512 bytes (one eighth of the 4-8 KiB group): a payload reserves
- * less than 512 bytes more than it asked for, under 1% from 64 KiB up. With
- * larger sub-blocks the run is rounded to its size class too.
+ * Its blocks, sub-blocks and mini-blocks: less than one mini-block (2 KiB)
+ * more than it asked for, under 3.2% from 64 KiB up and under 0.2% from 1 MiB
+ * up. The parts are not contiguous: a payload is a list of parts (in the Netty
+ * adapter a composite buffer), at most 15 sub-blocks and 32 mini-blocks after
+ * its blocks.
  *
  * <h2>Threads</h2>
- * Chunks (and blocks cut into sub-blocks) are spread over stripes, each with
- * its own lock; a thread takes slots from the stripe chosen by its id, and a
- * slot goes back to the stripe of its region, from whatever thread releases
- * it. A sub-block stripe's lock may take a block stripe's lock, never the
- * other way round. No lock is global. A region whose slots are all free goes
- * back at once (a chunk to the pool, which keeps idle chunks for reuse; a
- * block to the blocks); a new slot is taken from the fullest region that has
- * one, so lightly used regions can empty out.
+ * Blocks (whole or cut smaller) and cut sub-blocks are spread over stripes,
+ * each with its own lock; a thread takes slots from the stripe chosen by its
+ * id, and a slot goes back to the stripe of its region, from whatever thread
+ * releases it. A smaller size's stripe lock may take a larger size's, never
+ * the other way round. No lock is global. A region whose slots are all free
+ * goes back at once (a block to the idle blocks, a cut block or sub-block to
+ * the size above); idle blocks are a lock-free deque; a new slot is taken from the fullest
+ * region that has one (regions are kept in lists by free count, so that is
+ * found without a scan), so lightly used regions can empty out.
  */
 public final class BlockPool implements Releaser {
 
     /** How many sub-blocks make a block. */
     static final int SUB_BLOCKS_PER_BLOCK = 16;
+    /** How many mini-blocks make a sub-block. */
+    static final int MINI_BLOCKS_PER_SUB_BLOCK = 32;
 
     private final MemoryPool pool;
     private final Category category;
     private final SlotSize blocks;
     private final SlotSize subBlocks;
+    private final SlotSize miniBlocks;
+    private final int maxIdleBlocks;
+    /** Free blocks kept for reuse, most recently freed first; no lock. */
+    private final ConcurrentLinkedDeque<SlotRegion> idleBlocks = new ConcurrentLinkedDeque<>();
+    private final AtomicInteger idleBlockCount = new AtomicInteger();
 
-    BlockPool(MemoryPool pool, Category category, int blockSize, int stripes) {
+    BlockPool(MemoryPool pool, Category category, int blockSize, int stripes, int maxIdleBlocks) {
         int chunkSize = pool.chunkSize();
         if (blockSize < PoolConfig.PAGE_SIZE || blockSize > chunkSize || Integer.bitCount(blockSize) != 1) {
             throw new IllegalArgumentException("block size must be a power of two from " + PoolConfig.PAGE_SIZE
@@ -60,12 +72,17 @@ public final class BlockPool implements Releaser {
         if (stripes < 1 || stripes > 1024) {
             throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
         }
+        if (maxIdleBlocks < 0) {
+            throw new IllegalArgumentException("idle blocks kept must not be negative: " + maxIdleBlocks);
+        }
         this.pool = pool;
         this.category = category;
-        this.blocks = new SlotSize(blockSize, chunkSize, stripes, null);
+        this.maxIdleBlocks = maxIdleBlocks;
+        this.blocks = new SlotSize(blockSize, blockSize, stripes, null); // a block is a region of its own
         int subBlockSize = Math.max(PoolConfig.PAGE_SIZE, blockSize / SUB_BLOCKS_PER_BLOCK);
         // sub-blocks are cut from blocks, so a block whose sub-blocks are all free is a block again
         this.subBlocks = new SlotSize(subBlockSize, blockSize, stripes, blocks);
+        this.miniBlocks = new SlotSize(subBlockSize / MINI_BLOCKS_PER_SUB_BLOCK, subBlockSize, stripes, subBlocks);
     }
 
     /** The category payloads are accounted to. */
@@ -83,17 +100,22 @@ public final class BlockPool implements Releaser {
         return subBlocks.slotSize;
     }
 
-    /** The general pool of this category: where remainders come from, and where a part that must grow moves to. */
+    /** The size of one mini-block. */
+    public int miniBlockSize() {
+        return miniBlocks.slotSize;
+    }
+
+    /** The general pool of this category: where a part that must grow moves to. */
     public Allocator generalAllocator() {
         return category.allocator;
     }
 
     /**
      * Allocates the parts of a payload of {@code size} bytes: whole blocks,
-     * whole sub-blocks, then the remainder's whole pages and its last partial
-     * page. The returned allocations are live and each must be freed with
-     * {@link MemoryPool#free}; together they hold exactly {@code size} bytes of
-     * requested capacity. At a limit the category's policy applies to the
+     * whole sub-blocks, then mini-blocks, the last one holding what is left.
+     * The returned allocations are live and each must be freed with
+     * {@link MemoryPool#free}; together they hold exactly {@code size} bytes
+     * of requested capacity. At a limit the category's policy applies to the
      * payload as a whole: no part is kept unless all could be had.
      *
      * @return the parts, or null at a limit under {@link LimitPolicy#RETURN_NULL}
@@ -122,22 +144,19 @@ public final class BlockPool implements Releaser {
             int rest = size - wholeBlocks * blocks.slotSize;
             int wholeSubBlocks = rest / subBlocks.slotSize;
             int remainder = rest - wholeSubBlocks * subBlocks.slotSize;
-            int remainderPages = remainder & -PoolConfig.PAGE_SIZE; // an exact run (see the class comment)
-            int lastPartialPage = remainder - remainderPages;        // one small element
-            List<Allocation> taken = new ArrayList<>(wholeBlocks + wholeSubBlocks + 2);
+            int minis = (remainder + miniBlocks.slotSize - 1) / miniBlocks.slotSize;
+            List<Allocation> taken = new ArrayList<>(wholeBlocks + wholeSubBlocks + minis);
             int result = DONE;
             try {
                 for (int i = 0; i < wholeBlocks && result == DONE; i++) {
-                    result = take(blocks, taken);
+                    result = take(blocks, blocks.slotSize, wholeBlocks - i, taken);
                 }
                 for (int i = 0; i < wholeSubBlocks && result == DONE; i++) {
-                    result = take(subBlocks, taken);
+                    result = take(subBlocks, subBlocks.slotSize, wholeSubBlocks - i, taken);
                 }
-                if (result == DONE && remainderPages > 0) {
-                    result = takeGeneral(remainderPages, taken);
-                }
-                if (result == DONE && lastPartialPage > 0) {
-                    result = takeGeneral(lastPartialPage, taken);
+                for (int i = 0; i < minis && result == DONE; i++) {
+                    result = take(miniBlocks, Math.min(miniBlocks.slotSize, remainder - i * miniBlocks.slotSize),
+                            minis - i, taken);
                 }
             } catch (RuntimeException | Error e) {
                 taken.forEach(pool::free);
@@ -151,18 +170,9 @@ public final class BlockPool implements Releaser {
             return DONE;
         }
 
-        private int takeGeneral(int requested, List<Allocation> taken) {
+        private int take(SlotSize slots, int requested, int want, List<Allocation> taken) {
             Allocation part = new Allocation();
-            int result = pool.tryAllocate(category, requested, part);
-            if (result == DONE) {
-                taken.add(part);
-            }
-            return result;
-        }
-
-        private int take(SlotSize slots, List<Allocation> taken) {
-            Allocation part = new Allocation();
-            int result = trySlot(slots, part);
+            int result = trySlot(slots, requested, want, part);
             if (result == DONE) {
                 taken.add(part);
             }
@@ -173,17 +183,17 @@ public final class BlockPool implements Releaser {
     /** Takes one whole block into {@code out}; the limit policy of the category applies. */
     public boolean allocateBlock(Allocation out) {
         MemoryPool.checkNotLive(out);
-        MemoryPool.Attempt attempt = (c, size, o) -> trySlot(blocks, o);
-        int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : trySlot(blocks, out);
+        MemoryPool.Attempt attempt = (c, size, o) -> trySlot(blocks, blocks.slotSize, 1, o);
+        int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : trySlot(blocks, blocks.slotSize, 1, out);
         return refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, blocks.slotSize, out, refusal);
     }
 
-    private int trySlot(SlotSize slots, Allocation out) {
+    private int trySlot(SlotSize slots, int requested, int want, Allocation out) {
         if (!category.admit(slots.slotSize)) {
             return MemoryPool.Attempt.QUOTA;
         }
         try {
-            slots.take(out);
+            slots.take(requested, want, out);
             return MemoryPool.Attempt.DONE;
         } catch (MemoryPool.CeilingReached e) {
             category.release(slots.slotSize);
@@ -202,42 +212,81 @@ public final class BlockPool implements Releaser {
         return newRequested > 0 && newRequested <= allocation.reserved;
     }
 
-    /** Gives every chunk with no slot in use back to the pool; returns how many. */
+    /** Gives every idle block back to the operating system; returns how many. */
     public int trim() {
-        return subBlocks.trim() + blocks.trim();
+        return releaseIdleBlocks(0);
     }
 
-    /** A snapshot: chunks held, blocks and sub-blocks in use and free. */
+    /** Gives back the idle blocks that have been idle for at least {@code idleNanos}; returns how many. */
+    int releaseIdleBlocks(long idleNanos) {
+        long now = System.nanoTime();
+        int released = 0;
+        for (SlotRegion block : idleBlocks) {
+            if (now - block.idleSinceNanos >= idleNanos && idleBlocks.removeFirstOccurrence(block)) {
+                idleBlockCount.decrementAndGet();
+                pool.releaseBlockRegion(block.memory);
+                released++;
+            }
+        }
+        return released;
+    }
+
+    /** An idle block to reuse, or null. */
+    private SlotRegion reuseIdleBlock() {
+        SlotRegion block = idleBlocks.pollFirst();
+        if (block != null) {
+            idleBlockCount.decrementAndGet();
+        }
+        return block;
+    }
+
+    /** Keeps a block that was emptied for reuse; false when enough are kept already. */
+    private boolean keepIdleBlock(SlotRegion block) {
+        if (idleBlockCount.incrementAndGet() > maxIdleBlocks) {
+            idleBlockCount.decrementAndGet();
+            return false;
+        }
+        block.idleSinceNanos = System.nanoTime();
+        idleBlocks.offerFirst(block);
+        return true;
+    }
+
+    /** A snapshot: blocks held and idle; blocks, sub-blocks and mini-blocks in use and free. */
     public BlockStats stats() {
-        long[] s = subBlocks.counts(); // read first: a block cut into sub-blocks counts as used below
+        // smaller sizes first: a region cut smaller counts as a slot in use of the size above
+        long[] m = miniBlocks.counts();
+        long[] s = subBlocks.counts();
         long[] b = blocks.counts();
-        return new BlockStats(category.name(), blocks.slotSize, subBlocks.slotSize, pool.chunkSize(),
-                (int) b[0], Math.max(0, b[1] - s[0]), b[2], s[1], s[2]);
+        int idle = idleBlockCount.get();
+        return new BlockStats(category.name(), blocks.slotSize, subBlocks.slotSize, miniBlocks.slotSize,
+                b[0] + idle, Math.max(0, b[1] - s[0]), idle, Math.max(0, s[1] - m[0]), s[2], m[1], m[2]);
     }
 
     @Override
     public String toString() {
-        return "blocks(" + category + ", blockSize=" + blocks.slotSize + ", subBlockSize=" + subBlocks.slotSize + ')';
+        return "blocks(" + category + ", blockSize=" + blocks.slotSize + ", subBlockSize=" + subBlocks.slotSize
+                + ", miniBlockSize=" + miniBlocks.slotSize + ')';
     }
 
     /** Where a slot came from. */
-    private record SlotToken(SlotChunk chunk, int slot) {
+    private record SlotToken(SlotRegion chunk, int slot) {
     }
 
     /**
-     * The regions of one slot size, spread over stripes. A region is a whole
-     * pool chunk, or, when {@code parent} is given, one slot of the parent
-     * size (a block cut into sub-blocks).
+     * The regions of one slot size, spread over stripes. Without a
+     * {@code parent} a region is a block of its own from the chunk source
+     * (holding one slot, the block); with one it is one slot of the parent
+     * size (a block cut into sub-blocks, a sub-block cut into mini-blocks).
      */
     private final class SlotSize {
         final int slotSize;
-        final int slotsPerChunk;
+        final int slotsPerRegion;
         final Stripe[] stripes;
         final SlotSize parent;
 
         SlotSize(int slotSize, int regionSize, int stripeCount, SlotSize parent) {
             this.slotSize = slotSize;
-            this.slotsPerChunk = regionSize / slotSize;
+            this.slotsPerRegion = regionSize / slotSize;
             this.parent = parent;
             this.stripes = new Stripe[stripeCount];
             for (int i = 0; i < stripeCount; i++) {
@@ -245,29 +294,36 @@ public final class BlockPool implements Releaser {
             }
         }
 
-        /** Takes a slot as a buffer's memory, accounted to the pool's category. */
-        void take(Allocation out) {
-            takeRegion(out);
+        /** Takes a slot as a buffer's memory of {@code requested} bytes, accounted to the pool's category. */
+        void take(int requested, int want, Allocation out) {
+            takeRegion(want, out);
             out.category = category;
-            out.requested = slotSize;
+            out.requested = requested;
             out.reserved = slotSize;
             out.releaser = BlockPool.this;
-            pool.countAllocation(category, slotSize, slotSize, out);
+            pool.countAllocation(category, requested, slotSize, out);
         }
 
         /** Takes a slot of this size as the region of a child size: not accounted, not a buffer. */
-        void takeRegion(Allocation out) {
+        void takeRegion(int want, Allocation out) {
             Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
-            SlotChunk chunk;
+            SlotRegion chunk;
             int slot;
             synchronized (stripe) {
-                chunk = stripe.fullestWithFreeSlot();
+                chunk = stripe.regionFor(want);
                 if (chunk == null) {
-                    chunk = new SlotChunk(stripe);
-                    acquireRegion(chunk.memory);
-                    stripe.chunks.add(chunk);
+                    chunk = parent == null ? reuseIdleBlock() : null;
+                    if (chunk != null) {
+                        chunk.stripe = stripe;
+                    } else {
+                        chunk = new SlotRegion(stripe);
+                        acquireRegion(chunk.memory);
+                    }
+                    stripe.add(chunk);
                 }
+                stripe.unlink(chunk);
                 slot = chunk.take();
+                stripe.link(chunk);
             }
             stripe.live.incrementAndGet();
             fill(out, chunk, slot);
@@ -275,15 +331,19 @@ public final class BlockPool implements Releaser {
 
         private void acquireRegion(Allocation region) {
             if (parent == null) {
-                pool.acquireChunk(region);
+                pool.acquireBlockRegion(slotSize, region);
             } else {
-                parent.takeRegion(region);
+                parent.takeRegion(1, region);
             }
         }
 
-        private void releaseRegion(Allocation region) {
+        /** Gives back a region all of whose slots are free: a block is kept idle or freed, a smaller one is put back. */
+        private void releaseRegion(SlotRegion chunk) {
+            Allocation region = chunk.memory;
             if (parent == null) {
-                pool.releaseChunk(region);
+                if (!keepIdleBlock(chunk)) {
+                    pool.releaseBlockRegion(region);
+                }
             } else {
                 SlotToken token = (SlotToken) region.releaserToken;
                 parent.put(token.chunk, token.slot);
@@ -291,7 +351,7 @@ public final class BlockPool implements Releaser {
             }
         }
 
-        private void fill(Allocation out, SlotChunk chunk, int slot) {
+        private void fill(Allocation out, SlotRegion chunk, int slot) {
             Allocation memory = chunk.memory;
             long offset = (long) slot * slotSize;
             out.chunk = memory.chunk;
@@ -302,91 +362,134 @@ public final class BlockPool implements Releaser {
             out.releaserToken = new SlotToken(chunk, slot);
         }
 
-        void put(SlotChunk chunk, int slot) {
+        void put(SlotRegion chunk, int slot) {
             Stripe stripe = chunk.stripe;
             boolean empty;
             synchronized (stripe) {
+                stripe.unlink(chunk);
                 chunk.put(slot);
-                empty = chunk.free == slotsPerChunk;
+                empty = chunk.free == slotsPerRegion;
                 if (empty) {
-                    stripe.chunks.remove(chunk);
+                    stripe.remove(chunk);
+                } else {
+                    stripe.link(chunk);
                 }
             }
             stripe.live.decrementAndGet();
             if (empty) {
-                releaseRegion(chunk.memory);
+                releaseRegion(chunk);
             }
         }
 
-        int trim() {
-            int released = 0;
-            for (Stripe stripe : stripes) {
-                List<SlotChunk> empty = new ArrayList<>();
-                synchronized (stripe) {
-                    stripe.chunks.removeIf(c -> {
-                        if (c.free == slotsPerChunk) {
-                            empty.add(c);
-                            return true;
-                        }
-                        return false;
-                    });
-                }
-                for (SlotChunk c : empty) {
-                    releaseRegion(c.memory);
-                    released++;
-                }
-            }
-            return released;
-        }
-
-        /** {chunks, slots in use, free slots in the chunks held}. */
+        /** {regions held (idle blocks not counted), slots in use, free slots in those regions}. */
         long[] counts() {
             long[] counts = new long[3];
             for (Stripe stripe : stripes) {
                 synchronized (stripe) {
-                    counts[0] += stripe.chunks.size();
-                    for (SlotChunk c : stripe.chunks) {
-                        counts[1] += slotsPerChunk - c.free;
-                        counts[2] += c.free;
-                    }
+                    counts[0] += stripe.regions;
+                    counts[1] += (long) stripe.regions * slotsPerRegion - stripe.freeSlots;
+                    counts[2] += stripe.freeSlots;
                 }
             }
             return counts;
         }
     }
 
-    /** A stripe: its chunks of one slot size, guarded by the stripe's monitor. */
+    /**
+     * A stripe: its regions of one slot size, guarded by the stripe's monitor,
+     * in doubly linked lists by their number of free slots.
+     */
     private final class Stripe {
         final SlotSize size;
-        final List<SlotChunk> chunks = new ArrayList<>();
+        /** The regions with {@code i} free slots, linked through {@link SlotRegion#next}. */
+        final SlotRegion[] byFree;
         final AtomicLong live = new AtomicLong();
+        int regions;
+        long freeSlots;
 
         Stripe(SlotSize size) {
             this.size = size;
+            this.byFree = new SlotRegion[size.slotsPerRegion + 1];
         }
 
-        /** The chunk with the fewest free slots that still has one, so other chunks can empty out. */
-        SlotChunk fullestWithFreeSlot() {
-            SlotChunk best = null;
-            for (SlotChunk c : chunks) {
-                if (c.free > 0 && (best == null || c.free < best.free)) {
-                    best = c;
+        /**
+         * The region to take the next of {@code want} slots from: the one with
+         * the fewest free slots that has all of them (so a payload's slots
+         * tend to share a region and to leave it together), else the fullest
+         * that has one (so small holes are filled and other regions can
+         * empty out); null when no region has a free slot.
+         */
+        SlotRegion regionFor(int want) {
+            for (int free = Math.min(want, byFree.length - 1); free < byFree.length; free++) {
+                if (byFree[free] != null) {
+                    return byFree[free];
                 }
             }
-            return best;
+            for (int free = 1; free < want && free < byFree.length; free++) {
+                if (byFree[free] != null) {
+                    return byFree[free];
+                }
+            }
+            return null;
+        }
+
+        /** Starts holding a new region, all of it free. */
+        void add(SlotRegion chunk) {
+            regions++;
+            link(chunk);
+        }
+
+        /** Stops holding a region, already taken out of its list. */
+        void remove(SlotRegion chunk) {
+            regions--;
+        }
+
+        /** Puts a region in the list of its free count; {@link #freeSlots} counts it from now. */
+        void link(SlotRegion chunk) {
+            SlotRegion head = byFree[chunk.free];
+            chunk.prev = null;
+            chunk.next = head;
+            if (head != null) {
+                head.prev = chunk;
+            }
+            byFree[chunk.free] = chunk;
+            freeSlots += chunk.free;
+        }
+
+        /** Takes a region out of its list, before its free count changes. */
+        void unlink(SlotRegion chunk) {
+            if (chunk.prev != null) {
+                chunk.prev.next = chunk.next;
+            } else {
+                byFree[chunk.free] = chunk.next;
+            }
+            if (chunk.next != null) {
+                chunk.next.prev = chunk.prev;
+            }
+            chunk.prev = null;
+            chunk.next = null;
+            freeSlots -= chunk.free;
         }
     }
 
-    /** A pool chunk cut into slots of one size; guarded by its stripe's monitor. */
-    private final class SlotChunk {
-        final Stripe stripe;
+    /**
+     * A region cut into slots of one size (a block, a block cut into
+     * sub-blocks or a sub-block cut into mini-blocks); guarded by its
+     * stripe's monitor. An idle block is in no stripe until it is reused.
+     */
+    private final class SlotRegion {
+        Stripe stripe;
         final Allocation memory = new Allocation();
         final long[] used;
         int free;
+        SlotRegion prev;
+        SlotRegion next;
+        /** When the block became idle, in {@link System#nanoTime()} units. */
+        long idleSinceNanos;
 
-        SlotChunk(Stripe stripe) {
+        SlotRegion(Stripe stripe) {
             this.stripe = stripe;
-            this.free = stripe.size.slotsPerChunk;
+            this.free = stripe.size.slotsPerRegion;
             this.used = new long[(free + 63) >>> 6];
         }
 
@@ -400,20 +503,20 @@ public final class BlockPool implements Releaser {
                 if (bits != -1L) {
                     int bit = Long.numberOfTrailingZeros(~bits);
                     int slot = (w << 6) + bit;
-                    if (slot < stripe.size.slotsPerChunk) {
+                    if (slot < stripe.size.slotsPerRegion) {
                         used[w] = bits | (1L << bit);
                         free--;
                         return slot;
                     }
                 }
             }
-            throw new IllegalStateException("slot chunk has no free slot");
+            throw new IllegalStateException("slot region has no free slot");
         }
 
         void put(int slot) {
             long mask = 1L << (slot & 63);
             if ((used[slot >>> 6] & mask) == 0) {
-                throw new IllegalStateException("slot " + slot + " of a " + stripe.size.slotSize + "-byte slot chunk is already free");
+                throw new IllegalStateException("slot " + slot + " of a " + stripe.size.slotSize + "-byte slot region is already free");
             }
             used[slot >>> 6] &= ~mask;
             free++;

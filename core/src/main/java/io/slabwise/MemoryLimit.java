@@ -31,6 +31,8 @@ final class MemoryLimit {
     private final Condition changed = lock.newCondition();
     private volatile int waiters;
     private final AtomicLong releases = new AtomicLong();
+    /** The waiter whose turn it is, retrying; its own releases do not count as releases it waits for. */
+    private volatile Thread retrying;
     // guarded by lock
     private long nextTicket;
     private long servingTicket;
@@ -72,9 +74,14 @@ final class MemoryLimit {
         return waiters != 0;
     }
 
-    /** Memory was released somewhere: wakes the waiters, if any. Any thread, any lock held. */
+    /**
+     * Memory was released somewhere: wakes the waiters, if any. Any thread,
+     * any lock held. A release by the retrying waiter itself (the parts of a
+     * payload it took and gave back, idle memory it reclaimed) wakes nobody:
+     * it would only make that waiter retry at once, again and again.
+     */
     void released() {
-        if (waiters != 0) {
+        if (waiters != 0 && Thread.currentThread() != retrying) {
             releases.incrementAndGet();
             lock.lock();
             try {
@@ -111,6 +118,11 @@ final class MemoryLimit {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Marks {@code thread} as the waiter whose turn it is (null: none). */
+    void retrying(Thread thread) {
+        retrying = thread;
     }
 
     /** The count of releases so far; a waiter reads it before retrying, then waits for it to change. */

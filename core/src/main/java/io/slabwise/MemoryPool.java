@@ -65,6 +65,15 @@ public final class MemoryPool {
     private final AtomicLong carvedReserved = new AtomicLong();
     private final AtomicLong hugeCommitted = new AtomicLong();
     private final AtomicLong hugeCount = new AtomicLong();
+    /** Bytes of the block regions block pools hold, in use or idle. */
+    private final AtomicLong blockRegionBytes = new AtomicLong();
+    /**
+     * The sequential allocators and block pools made by this pool, by their
+     * arguments: the same arguments give the same one, and trim and the
+     * ceiling reach their idle memory.
+     */
+    private final ConcurrentHashMap<String, SequentialAllocator> sequentialAllocators = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, BlockPool> blockPools = new ConcurrentHashMap<>();
 
     /** Builds a pool from a configuration; see {@link PoolConfig#builder()}. */
     public MemoryPool(PoolConfig config) {
@@ -98,6 +107,9 @@ public final class MemoryPool {
         for (Arena arena : arenas) {
             released += arena.trim(decayNanos, keep);
             keep = Math.max(0, keep - arena.idleChunkCount());
+        }
+        for (BlockPool blocks : blockPools.values()) {
+            released += blocks.releaseIdleBlocks(decayNanos);
         }
         return released;
     }
@@ -158,13 +170,18 @@ public final class MemoryPool {
     }
 
     /**
-     * A sequential allocator (FIFO slab) for the named category.
+     * A sequential allocator (FIFO slab) for the named category. The same
+     * arguments give the same allocator: the pool holds on to each one it
+     * made, so that {@link #trim()} and the ceiling reach its spare chunk.
      *
      * @param stripes    how many independently locked current chunks; threads pick one by id
      * @param maxRequest the largest request it accepts; larger ones fail with {@link IllegalArgumentException}
      */
     public SequentialAllocator sequential(String categoryName, int stripes, int maxRequest) {
-        return new SequentialAllocator(this, category(categoryName), stripes, Math.min(maxRequest, maxRequest()));
+        Category category = category(categoryName);
+        int largest = Math.min(maxRequest, maxRequest());
+        return sequentialAllocators.computeIfAbsent(categoryName + '/' + stripes + '/' + largest,
+                key -> new SequentialAllocator(this, category, stripes, largest));
     }
 
     /** A block pool of 1 MiB blocks (or the chunk size, if smaller) for the named category. */
@@ -173,13 +190,20 @@ public final class MemoryPool {
     }
 
     /**
-     * A block pool for the named category.
+     * A block pool for the named category. Its blocks are regions of their
+     * own from the chunk source, not parts of chunks, so a free block can go
+     * back to the operating system on its own; the pool keeps up to
+     * {@link PoolConfig#maxIdleBlocks()} free blocks for reuse. The same
+     * arguments give the same block pool: the pool holds on to each one it
+     * made, so that {@link #trim()} and the ceiling reach its idle blocks.
      *
      * @param blockSize a power of two from 8 KiB to the chunk size
-     * @param stripes   independently locked groups of block chunks; threads pick one by id
+     * @param stripes   independently locked groups of blocks; threads pick one by id
      */
     public BlockPool blocks(String categoryName, int blockSize, int stripes) {
-        return new BlockPool(this, category(categoryName), blockSize, stripes);
+        Category category = category(categoryName);
+        return blockPools.computeIfAbsent(categoryName + '/' + blockSize + '/' + stripes,
+                key -> new BlockPool(this, category, blockSize, stripes, config.maxIdleBlocks()));
     }
 
     /** The category of allocations made without one ({@value Category#DEFAULT_NAME}). */
@@ -353,6 +377,7 @@ public final class MemoryPool {
             if (!limit.awaitTurn(ticket, deadline)) {
                 throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
             }
+            limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
             while (true) {
                 long seen = limit.releaseCount();
                 refusal = attempt.tryOnce(category, requested, out);
@@ -374,6 +399,7 @@ public final class MemoryPool {
             Thread.currentThread().interrupt();
             throw limitException(category, requested, refusal, " (interrupted while waiting)");
         } finally {
+            limit.retrying(null);
             limit.dequeue(ticket);
         }
     }
@@ -399,9 +425,25 @@ public final class MemoryPool {
     /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
     private void reclaimForCeiling() {
         reclaimCaches();
+        releaseSpecialisedIdle();
         for (Arena arena : arenas) {
             arena.trim(0, 0);
         }
+    }
+
+    /**
+     * Gives back the sequential allocators' spare chunks (to the arenas) and
+     * the block pools' idle blocks (to the OS); returns how many idle blocks.
+     */
+    private int releaseSpecialisedIdle() {
+        int released = 0;
+        for (SequentialAllocator sequential : sequentialAllocators.values()) {
+            sequential.releaseSpare(); // to its arena, whose trim counts it when it leaves
+        }
+        for (BlockPool blocks : blockPools.values()) {
+            released += blocks.releaseIdleBlocks(0);
+        }
+        return released;
     }
 
     /**
@@ -564,6 +606,35 @@ public final class MemoryPool {
         chunk.clear();
     }
 
+    /**
+     * Takes a region of {@code size} bytes from the chunk source for a block
+     * pool: committed (and held to the ceiling) like a chunk, with no page
+     * structure.
+     *
+     * @throws CeilingReached when that would pass the ceiling
+     */
+    void acquireBlockRegion(int size, Allocation out) {
+        Chunk region = new Chunk(threadCache().arena, commit(size));
+        blockRegionBytes.addAndGet(size);
+        wholeChunkBytes.addAndGet(size);
+        out.chunk = region;
+        out.handle = 0;
+        out.sizeIndex = -1;
+        out.offset = 0;
+        out.address = region.region.address();
+        out.requested = 0;
+        out.reserved = 0;
+    }
+
+    /** Gives back a region taken with {@link #acquireBlockRegion}. */
+    void releaseBlockRegion(Allocation region) {
+        int size = region.chunk.chunkSize();
+        blockRegionBytes.addAndGet(-size);
+        wholeChunkBytes.addAndGet(-size);
+        decommit(region.chunk.region);
+        region.clear();
+    }
+
     /** Counts an allocation made by a specialised allocator on the calling thread. */
     void countAllocation(Category category, int requested, int reserved, Allocation out) {
         threadCache().countAllocation(category, requested, reserved, out);
@@ -721,14 +792,15 @@ public final class MemoryPool {
     /**
      * Gives back what is idle now: caches of dead threads are flushed, live
      * threads are asked to flush their caches at their next operation, this
-     * thread's cache is flushed at once, and idle chunks go back to the chunk
-     * source, all but the configured {@code minIdleChunks}.
+     * thread's cache is flushed at once, the sequential allocators' spare
+     * chunks and the block pools' idle blocks are given back, and idle chunks
+     * go back to the chunk source, all but the configured {@code minIdleChunks}.
      *
-     * @return the number of chunks given back
+     * @return the number of chunks and idle blocks given back to the operating system
      */
     public int trim() {
         reclaimCaches();
-        int released = 0;
+        int released = releaseSpecialisedIdle();
         int keep = config.minIdleChunks();
         for (Arena arena : arenas) {
             released += arena.trim(0, keep);
@@ -816,7 +888,8 @@ public final class MemoryPool {
             }
         }
         return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
-                committedNow[0], hugeCommitted.get(), hugeCount.get(), total(counters, ThreadCache.ALLOCATIONS),
+                committedNow[0], hugeCommitted.get(), hugeCount.get(), blockRegionBytes.get(),
+                total(counters, ThreadCache.ALLOCATIONS),
                 total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory,
                 ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - carvedReserved.get()));
     }

@@ -20,7 +20,8 @@ import java.util.function.BooleanSupplier;
  *   <tr><td>cached bytes per size class</td><td>{@code slabwise.maxCachedBytesPerClass}</td><td>1 MiB</td></tr>
  *   <tr><td>cached entries per size class</td><td>{@code slabwise.maxCachedEntriesPerClass}</td><td>256</td></tr>
  *   <tr><td>idle chunks kept per arena</td><td>{@code slabwise.maxIdleChunksPerArena}</td><td>1</td></tr>
- *   <tr><td>idle chunk decay</td><td>{@code slabwise.idleChunkDecayMillis}</td><td>10 s</td></tr>
+ *   <tr><td>idle blocks kept per block pool</td><td>{@code slabwise.maxIdleBlocks}</td><td>4 (one 4 MiB chunk's worth of 1 MiB blocks)</td></tr>
+ *   <tr><td>idle chunk (and block) decay</td><td>{@code slabwise.idleChunkDecayMillis}</td><td>10 s</td></tr>
  *   <tr><td>idle chunks kept past the decay</td><td>{@code slabwise.minIdleChunks}</td><td>0</td></tr>
  *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none</td></tr>
  *   <tr><td>policy at the ceiling or a quota</td><td>{@code slabwise.limitPolicy}</td><td>{@code FAIL}</td></tr>
@@ -42,6 +43,7 @@ public final class PoolConfig {
     private final int maxCachedBytesPerClass;
     private final int maxCachedEntriesPerClass;
     private final int maxIdleChunksPerArena;
+    private final int maxIdleBlocks;
     private final int remoteFreeQueueCapacity;
     private final ChunkSource chunkSource;
     private final long maxMemory;
@@ -68,6 +70,7 @@ public final class PoolConfig {
         this.maxCachedBytesPerClass = b.maxCachedBytesPerClass;
         this.maxCachedEntriesPerClass = b.maxCachedEntriesPerClass;
         this.maxIdleChunksPerArena = b.maxIdleChunksPerArena;
+        this.maxIdleBlocks = b.maxIdleBlocks;
         this.remoteFreeQueueCapacity = b.remoteFreeQueueCapacity;
         this.chunkSource = b.chunkSource;
     }
@@ -115,6 +118,14 @@ public final class PoolConfig {
     /** How many idle chunks each arena keeps for reuse instead of giving them back. */
     public int maxIdleChunksPerArena() {
         return maxIdleChunksPerArena;
+    }
+
+    /**
+     * How many free blocks each block pool keeps for reuse instead of giving
+     * them back (they go back anyway after the idle decay time, or on trim).
+     */
+    public int maxIdleBlocks() {
+        return maxIdleBlocks;
     }
 
     /** The capacity of each arena's queue of frees from other threads. */
@@ -173,7 +184,7 @@ public final class PoolConfig {
                 + ", limitPolicy=" + limitPolicy + ", quotas=" + quotas + ", idleChunkDecay=" + idleChunkDecay
                 + ", arenas=" + arenas + ", maxCachedSize=" + maxCachedSize
                 + ", maxCachedBytesPerClass=" + maxCachedBytesPerClass + ", maxCachedEntriesPerClass=" + maxCachedEntriesPerClass
-                + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", chunkSource=" + chunkSource + ')';
+                + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", maxIdleBlocks=" + maxIdleBlocks + ", chunkSource=" + chunkSource + ')';
     }
 
     /** Builds a {@link PoolConfig}; each setter validates its argument. */
@@ -185,6 +196,7 @@ public final class PoolConfig {
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
         private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 1);
+        private int maxIdleBlocks = intProperty("slabwise.maxIdleBlocks", 4);
         private long maxMemory = longProperty("slabwise.maxMemory", Long.MAX_VALUE);
         private LimitPolicy limitPolicy = LimitPolicy.valueOf(
                 System.getProperty("slabwise.limitPolicy", LimitPolicy.FAIL.name()).trim().toUpperCase(java.util.Locale.ROOT));
@@ -240,6 +252,12 @@ public final class PoolConfig {
         /** How many idle chunks each arena keeps for reuse. */
         public Builder maxIdleChunksPerArena(int chunks) {
             this.maxIdleChunksPerArena = requireNonNegative("maxIdleChunksPerArena", chunks);
+            return this;
+        }
+
+        /** How many free blocks each block pool keeps for reuse. */
+        public Builder maxIdleBlocks(int blocks) {
+            this.maxIdleBlocks = requireNonNegative("maxIdleBlocks", blocks);
             return this;
         }
 

@@ -22,6 +22,7 @@ public final class PoolStats {
     private final long committed;
     private final long hugeCommitted;
     private final long hugeAllocations;
+    private final long blockRegionBytes;
     private final long allocations;
     private final long releases;
     private final int chunkSize;
@@ -31,13 +32,14 @@ public final class PoolStats {
     private final long carvedFree;
 
     PoolStats(long requested, long reserved, long committed, long hugeCommitted, long hugeAllocations,
-              long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories,
+              long blockRegionBytes, long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories,
               long resident, long carvedFree) {
         this.requested = requested;
         this.reserved = reserved;
         this.committed = committed;
         this.hugeCommitted = hugeCommitted;
         this.hugeAllocations = hugeAllocations;
+        this.blockRegionBytes = blockRegionBytes;
         this.allocations = allocations;
         this.releases = releases;
         this.chunkSize = chunkSize;
@@ -48,9 +50,9 @@ public final class PoolStats {
     }
 
     /**
-     * Bytes free inside the chunks that sequential allocators and block pools
-     * hold: retired tails, the unused part of open and spare chunks, free
-     * blocks and sub-blocks.
+     * Bytes free inside the chunks and blocks that sequential allocators and
+     * block pools hold: retired tails, the unused part of open and spare
+     * chunks, idle blocks, free sub-blocks and mini-blocks.
      */
     public long carvedFreeBytes() {
         return carvedFree;
@@ -90,7 +92,7 @@ public final class PoolStats {
         return reserved;
     }
 
-    /** Native memory held from the chunk source: chunks (used, free or idle) and huge regions. */
+    /** Native memory held from the chunk source: chunks (used, free or idle), huge regions and block regions. */
     public long committedBytes() {
         return committed;
     }
@@ -98,6 +100,11 @@ public final class PoolStats {
     /** The part of {@link #committedBytes()} held by huge regions. */
     public long hugeCommittedBytes() {
         return hugeCommitted;
+    }
+
+    /** The part of {@link #committedBytes()} held by block pools in their blocks, in use or idle. */
+    public long blockRegionBytes() {
+        return blockRegionBytes;
     }
 
     /** Live huge allocations. */
@@ -227,9 +234,9 @@ public final class PoolStats {
     /** A one-line summary for a periodic log line. */
     public String summary() {
         return String.format(Locale.ROOT,
-                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d internal=%.1f%% external=%.1f%% overhead=%.2fx",
+                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d blocks=%s internal=%.1f%% external=%.1f%% overhead=%.2fx",
                 bytes(requested), bytes(reserved), bytes(committed), resident < 0 ? "" : " resident=" + bytes(resident),
-                chunks(), idleChunks(), hugeAllocations, internalFragmentation() * 100, externalFragmentation() * 100,
+                chunks(), idleChunks(), hugeAllocations, bytes(blockRegionBytes), internalFragmentation() * 100, externalFragmentation() * 100,
                 overhead());
     }
 

@@ -277,13 +277,18 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
             }
         }
         // after the retirements, which may have made a chunk the spare
+        return retired + releaseSpare();
+    }
+
+    /** Gives the spare chunk, if there is one, back to the pool; returns how many (0 or 1). */
+    int releaseSpare() {
         SlabChunk idle = spare.getAndSet(null);
-        if (idle != null) {
-            chunksHeld.decrementAndGet();
-            pool.releaseChunk(idle.memory);
-            retired++;
+        if (idle == null) {
+            return 0;
         }
-        return retired;
+        chunksHeld.decrementAndGet();
+        pool.releaseChunk(idle.memory);
+        return 1;
     }
 
     /** A snapshot of this allocator's chunks and slices. */

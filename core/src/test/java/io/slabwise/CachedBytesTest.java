@@ -11,7 +11,7 @@ class CachedBytesTest {
 
     @Test
     void freeRoomInsideCarvedChunksIsNotCountedAsCached() {
-        // no thread caches: a remainder's batch refill would otherwise leave an element cached
+        // no thread caches, so that nothing is cached unless the carved chunks and blocks were counted
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).maxCachedSize(0).build());
         SequentialAllocator log = pool.sequential("log_cache", 1, 1 << 20);
         BlockPool blocks = pool.blocks("block_cache", 256 * 1024, 1);
@@ -22,7 +22,9 @@ class CachedBytesTest {
         PoolStats stats = pool.stats();
         assertEquals(0, stats.cachedBytes(), stats::report);
         long carved = slice.reservedBytes() + 256 * 1024 + 32 * 1024;
-        assertEquals(2L * (1 << 20) - carved, stats.carvedFreeBytes(), "two chunks held, minus what is carved");
+        assertEquals((1 << 20) + 2L * 256 * 1024, stats.committedBytes(), "a chunk and two blocks, one cut into sub-blocks");
+        assertEquals((1 << 20) + 2L * 256 * 1024 - carved, stats.carvedFreeBytes(),
+                "the chunk and the blocks held, minus what is carved");
 
         pool.free(slice);
         payload.forEach(pool::free);

@@ -10,9 +10,9 @@ import java.util.List;
 
 /**
  * Netty buffers from a block pool: a payload becomes a {@link CompositeByteBuf}
- * of fixed-size blocks (1 MiB by default) plus a tail of whole pages and a
- * last partial page, so the memory behind an LRU block cache never sees
- * variable sizes. See {@link BlockPool}.
+ * of fixed-size blocks (1 MiB by default), then sub-blocks (64 KiB) and
+ * mini-blocks (2 KiB) for the tail, so the memory behind an LRU block cache
+ * never sees variable sizes. See {@link BlockPool}.
  *
  * <p>The composite has exactly the requested capacity, writer index 0, and
  * releases every block when its reference count drops to zero. Thread-safe.
@@ -61,12 +61,12 @@ public final class BlockByteBufAllocator {
         return blocks.blockSize();
     }
 
-    /** Chunks and blocks of this pool. */
+    /** Blocks, sub-blocks and mini-blocks of this pool, in use, free and idle. */
     public BlockStats stats() {
         return blocks.stats();
     }
 
-    /** Gives chunks with no block in use back to the pool; returns how many. */
+    /** Gives the idle blocks back to the operating system; returns how many. */
     public int trim() {
         return blocks.trim();
     }

@@ -310,6 +310,12 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
             return this;
         }
 
+        /** How many free blocks each block pool keeps for reuse (default 4); the rest go back to the OS at once. */
+        public Builder maxIdleBlocks(int blocks) {
+            pool.maxIdleBlocks(blocks);
+            return this;
+        }
+
         /** Where native memory comes from (default: direct byte buffers). */
         public Builder chunkSource(ChunkSource source) {
             pool.chunkSource(source);

@@ -29,9 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Buffers of the sequential allocator and the block pool at the
- * {@link ByteBuf} level: exact capacities, composites of blocks, bytes across
- * block boundaries, release of every part, growth that moves a slice, and the
- * categories in the allocator's statistics.
+ * {@link ByteBuf} level: exact capacities, composites of blocks, sub-blocks
+ * and mini-blocks, bytes across part boundaries, release of every part, growth
+ * that moves a slice, and the categories in the allocator's statistics.
  */
 class SequentialAndBlockByteBufTest {
 
@@ -39,6 +39,7 @@ class SequentialAndBlockByteBufTest {
     private static final int CHUNK = 1 << 20;
     private static final int BLOCK = 1 << 20;
     private static final int SUB = BLOCK / 16;
+    private static final int MINI = SUB / 32;
     private static final int PAGE = PoolConfig.PAGE_SIZE;
 
     private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(2).build();
@@ -127,29 +128,39 @@ class SequentialAndBlockByteBufTest {
         assertEquals(0, buf.readerIndex());
         assertEquals(size, buf.writableBytes());
         assertTrue(buf.isDirect());
-        assertEquals(7, composite.numComponents(), "2 blocks, 3 sub-blocks, a run of 2 pages, a partial page");
-        int[] expected = {BLOCK, BLOCK, SUB, SUB, SUB, 2 * PAGE, 5000};
-        for (int i = 0; i < expected.length; i++) {
-            assertEquals(expected[i], composite.component(i).capacity(), "component " + i);
+        int remainder = 2 * PAGE + 5000; // 10 whole mini-blocks and 904 bytes of an eleventh
+        assertEquals(2 + 3 + 11, composite.numComponents(), "2 blocks, 3 sub-blocks, 11 mini-blocks");
+        for (int i = 0; i < composite.numComponents(); i++) {
+            int expected = i < 2 ? BLOCK : i < 5 ? SUB : i < 15 ? MINI : remainder - 10 * MINI;
+            assertEquals(expected, composite.component(i).capacity(), "component " + i);
+            assertEquals(i < 2 ? BLOCK : i < 5 ? SUB : MINI, allocationOf(composite.component(i)).reservedBytes(),
+                    "component " + i);
         }
+        assertEquals(904, composite.component(15).capacity(), "the last mini-block, partly used");
         assertSame(allocator.forCategory("block_cache"), buf.alloc());
         assertEquals(BLOCK, blocks.blockSize());
         assertEquals("block_cache", blocks.category());
 
         CategoryStats stats = category("block_cache");
         assertEquals(size, stats.requested());
-        assertEquals(7, stats.liveBuffers());
-        assertTrue(stats.reserved() - size < 512, "reserved " + stats.reserved() + " for " + size);
+        assertEquals(16, stats.liveBuffers());
+        assertEquals(2L * BLOCK + 3 * SUB + 11 * MINI, stats.reserved());
+        assertTrue(stats.reserved() - size < MINI, "reserved " + stats.reserved() + " for " + size);
         BlockStats blockStats = blocks.stats();
         assertEquals(2, blockStats.liveBlocks());
         assertEquals(3, blockStats.liveSubBlocks());
+        assertEquals(11, blockStats.liveMiniBlocks());
+        assertEquals(3, blockStats.blocks(), "two blocks and one cut into sub-blocks");
+        PoolStats pooled = allocator.stats();
+        assertEquals(3L * BLOCK, pooled.blockRegionBytes(), pooled::report);
+        assertEquals(0, pooled.chunksAllocated(), "nothing of a payload comes from the general pool");
         buf.release();
         assertNothingLive("block_cache");
     }
 
     @Test
     void bytesWrittenAcrossBlockBoundariesReadBackTheSame() {
-        int size = 3 * BLOCK + SUB + 777;
+        int size = 3 * BLOCK + SUB + 2 * MINI + 777;
         byte[] data = new byte[size];
         new Random(13).nextBytes(data);
         ByteBuf buf = blocks.allocate(size);
@@ -165,7 +176,8 @@ class SequentialAndBlockByteBufTest {
         buf.getBytes(0, back);
         assertArrayEquals(data, back);
         ByteBuffer expected = ByteBuffer.wrap(data);
-        for (int boundary : new int[] {BLOCK, 2 * BLOCK, 3 * BLOCK, 3 * BLOCK + SUB}) {
+        for (int boundary : new int[] {BLOCK, 2 * BLOCK, 3 * BLOCK, 3 * BLOCK + SUB, 3 * BLOCK + SUB + MINI,
+                3 * BLOCK + SUB + 2 * MINI}) {
             assertEquals(expected.getLong(boundary - 3), buf.getLong(boundary - 3), "a long across " + boundary);
             assertEquals(expected.getInt(boundary - 2), buf.getInt(boundary - 2));
             assertEquals(expected.getShort(boundary - 1), buf.getShort(boundary - 1));
@@ -190,8 +202,9 @@ class SequentialAndBlockByteBufTest {
 
     /**
      * Releasing a composite, through its last reference, frees every block,
-     * sub-block and remainder, on whatever thread: the category and the
-     * block pool go back to zero.
+     * sub-block and mini-block, on whatever thread: the category and the
+     * block pool go back to zero, the emptied blocks are kept idle (up to the
+     * limit) and trim gives them back.
      */
     @Test
     void releaseFreesEveryPart() throws Exception {
@@ -217,10 +230,37 @@ class SequentialAndBlockByteBufTest {
         BlockStats stats = blocks.stats();
         assertEquals(0, stats.liveBlocks());
         assertEquals(0, stats.liveSubBlocks());
-        assertEquals(0, stats.chunks(), "chunks with no block in use go back to the pool");
-        assertEquals(0, blocks.trim());
+        assertEquals(0, stats.liveMiniBlocks());
+        assertEquals(0, stats.freeSubBlocks() + stats.freeMiniBlocks(), "no cut region is left: " + stats);
+        assertEquals(stats.idleBlocks(), stats.blocks(), "only idle blocks are held: " + stats);
+        assertEquals(allocator.pool().config().maxIdleBlocks(), stats.idleBlocks(), "as many as the limit: " + stats);
+        assertEquals(stats.idleBlocks() * BLOCK, allocator.stats().committedBytes(), allocator.stats()::report);
+        assertEquals(stats.idleBlocks(), blocks.trim(), "trim gives back every idle block");
+        assertEquals(0, blocks.stats().blocks());
         allocator.trim();
         assertEquals(0, allocator.stats().committedBytes(), allocator.stats()::report);
+    }
+
+    /**
+     * The allocator's builder sets how many emptied blocks a block pool keeps
+     * idle: with one, a second emptied block goes back to the OS at once, and
+     * trim gives the idle one back.
+     */
+    @Test
+    void theBuilderSetsHowManyIdleBlocksAreKept() {
+        SlabwiseAllocator keepingOne = SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(1).maxIdleBlocks(1).build();
+        assertEquals(1, keepingOne.pool().config().maxIdleBlocks());
+        BlockByteBufAllocator few = keepingOne.blocks("block_cache");
+        ByteBuf buf = few.allocate(2 * BLOCK);
+        assertEquals(2L * BLOCK, keepingOne.stats().committedBytes());
+        buf.release();
+        BlockStats stats = few.stats();
+        assertEquals(1, stats.idleBlocks(), stats::toString);
+        assertEquals(1, stats.blocks());
+        assertEquals(BLOCK, keepingOne.stats().committedBytes(), "the second emptied block went back at once");
+        assertEquals(1, few.trim());
+        assertEquals(0, keepingOne.stats().committedBytes());
+        assertThrows(IllegalArgumentException.class, () -> SlabwiseAllocator.builder().maxIdleBlocks(-1));
     }
 
     /**
