@@ -176,17 +176,40 @@ final class Arena {
                 linkSubpage(subpage); // it was full; with a single element it is now empty as well
             }
             if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
-                unlinkSubpage(subpage);
-                chunk.setSubpage(subpage.runStart, null);
-                chunk.freeRun(subpage.runStart, subpage.runPages);
-                afterRunFreed(chunk);
+                releaseSubpage(subpage); // an empty subpage goes back unless it is the last of its class
             }
+            if (chunk.usedBytes == 0) {
+                releaseEmptySubpagesOf(chunk); // but those kept must not keep a chunk from going idle
+            }
+            afterRunFreed(chunk);
         } else {
             int runPages = Chunk.runPages(handle);
             chunk.freeRun(Chunk.runStart(handle), runPages);
             chunk.usedBytes -= (long) runPages << pageShift;
             usedBytes -= (long) runPages << pageShift;
+            if (chunk.usedBytes == 0) {
+                releaseEmptySubpagesOf(chunk);
+            }
             afterRunFreed(chunk);
+        }
+    }
+
+    private void releaseSubpage(Subpage subpage) {
+        unlinkSubpage(subpage);
+        subpage.chunk.setSubpage(subpage.runStart, null);
+        subpage.chunk.freeRun(subpage.runStart, subpage.runPages);
+    }
+
+    /** Gives back the runs of every subpage of a chunk that holds nothing; they are all empty. */
+    private void releaseEmptySubpagesOf(Chunk chunk) {
+        for (int page = 0; page < chunk.pages; ) {
+            Subpage subpage = chunk.subpageAt(page);
+            if (subpage != null) {
+                page += subpage.runPages;
+                releaseSubpage(subpage);
+            } else {
+                page++;
+            }
         }
     }
 
@@ -245,7 +268,8 @@ final class Arena {
 
     /**
      * Returns idle chunks to the chunk source: those idle for at least
-     * {@code idleNanos}, keeping the {@code keep} most recently idle ones.
+     * {@code idleNanos} and those beyond {@code maxIdleChunks}, keeping the
+     * {@code keep} most recently idle ones.
      * Empty subpages give their runs back first, so their chunks can go too.
      *
      * @return the number of chunks given back
@@ -264,7 +288,8 @@ final class Arena {
         int released = 0;
         for (int i = keep; i < idle.size(); i++) {
             Chunk chunk = idle.get(i);
-            if (now - chunk.idleSinceNanos >= idleNanos) {
+            // beyond maxIdleChunks they go whatever their age (empty subpages released above may add some)
+            if (now - chunk.idleSinceNanos >= idleNanos || i >= maxIdleChunks) {
                 releaseChunk(chunk);
                 released++;
             }
@@ -284,9 +309,7 @@ final class Arena {
             while (subpage != null) {
                 Subpage next = subpage.next;
                 if (subpage.isEmpty()) {
-                    unlinkSubpage(subpage);
-                    subpage.chunk.setSubpage(subpage.runStart, null);
-                    subpage.chunk.freeRun(subpage.runStart, subpage.runPages);
+                    releaseSubpage(subpage);
                     if (subpage.chunk.isEmpty()) {
                         subpage.chunk.idleSinceNanos = System.nanoTime();
                         idleChunks++;

@@ -440,10 +440,37 @@ class MemoryPoolTest {
         assertEquals(4L * PoolConfig.MIN_CHUNK_SIZE, pool.committedBytes());
         four.forEach(pool::free);
         PoolStats stats = pool.stats();
-        assertEquals(2, stats.chunks(), "the last subpage of the class and one idle chunk: " + stats.report());
-        assertEquals(1, stats.idleChunks());
-        assertEquals(2L * PoolConfig.MIN_CHUNK_SIZE, pool.committedBytes());
+        assertEquals(1, stats.chunks(), "the last subpage of the class does not pin its chunk: " + stats.report());
+        assertEquals(1, stats.idleChunks(), "one idle chunk kept, the rest given back");
+        assertEquals(PoolConfig.MIN_CHUNK_SIZE, pool.committedBytes());
         pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * The empty last subpage of a size class is kept for the next allocation
+     * of that class, but not when it is all its chunk holds: small buffers
+     * of many classes, all freed, leave no chunk behind.
+     */
+    @Test
+    void anEmptyLastSubpageDoesNotPinItsChunk() {
+        MemoryPool pool = new MemoryPool(config().chunkSize(PoolConfig.MIN_CHUNK_SIZE).arenas(1).maxCachedSize(0)
+                .maxIdleChunksPerArena(0).build());
+        List<Allocation> small = new ArrayList<>();
+        for (int size = 16; size <= 4096; size += size / 4) { // one buffer of each of many small classes
+            Allocation a = new Allocation();
+            pool.allocate(size, a);
+            small.add(a);
+        }
+        Allocation run = new Allocation();
+        pool.allocate(3 * PAGE, run); // a run in the same chunk, freed last
+        assertTrue(pool.committedBytes() > 0);
+        small.forEach(pool::free);
+        PoolStats holding = pool.stats();
+        assertTrue(holding.chunks() >= 1, holding::report);
+        pool.free(run);
+        PoolStats emptied = pool.stats();
+        assertEquals(0, emptied.chunks(), "empty subpages and a freed run leave nothing: " + emptied.report());
         assertEquals(0, pool.committedBytes());
     }
 
@@ -633,9 +660,9 @@ class MemoryPoolTest {
         assertEquals(0, idle.reservedBytes());
         assertEquals(CHUNK, idle.committedBytes(), "the idle chunk is kept, the huge region is gone");
         assertEquals(1, idle.chunks());
-        // the empty subpages of 1024 and 3072 bytes are the last of their classes: kept for reuse until a trim,
-        // so the chunk has nothing handed out but is not idle yet
-        assertEquals(0, idle.idleChunks());
+        // the empty subpages of 1024 and 3072 bytes are the last of their classes, but with nothing else
+        // handed out of the chunk they give their runs back: the chunk is idle
+        assertEquals(1, idle.idleChunks());
         assertEquals(0, idle.chunkUsePercent()[0]);
         assertEquals(1, idle.chunksByOccupancy()[0]);
         assertEquals(0, idle.hugeAllocations());
@@ -643,7 +670,7 @@ class MemoryPoolTest {
         assertEquals(0, idle.internalFragmentation());
         assertEquals(1.0, idle.externalFragmentation());
         assertEquals(0, idle.overhead());
-        assertTrue(idle.summary().contains("chunks=1 idle=0"), idle.summary());
+        assertTrue(idle.summary().contains("chunks=1 idle=1"), idle.summary());
         assertTrue(idle.report().contains("[.]"), idle.report());
         pool.trim();
         PoolStats empty = pool.stats();
