@@ -61,8 +61,6 @@ public final class MemoryPool {
     private volatile boolean snapshotting;
     /** Bytes of chunks handed out whole to sequential allocators and block pools. */
     private final AtomicLong wholeChunkBytes = new AtomicLong();
-    /** Bytes reserved by live slices and slots carved from those chunks. */
-    private final AtomicLong carvedReserved = new AtomicLong();
     private final AtomicLong hugeCommitted = new AtomicLong();
     private final AtomicLong hugeCount = new AtomicLong();
     /** Bytes of the block regions block pools hold, in use or idle. */
@@ -519,14 +517,16 @@ public final class MemoryPool {
         if (chunk == null) {
             throw new IllegalStateException("double free: the allocation holds no live memory");
         }
-        ThreadCache cache = threadCache();
+        if (snapshotting) {
+            awaitSnapshot();
+        }
         Category category = allocation.category;
         int reserved = allocation.reserved;
         ThreadCache owner = allocation.owner;
-        owner.countRelease(category, allocation.requested, reserved, owner == cache);
-        if (allocation.releaser != null) {
-            carvedReserved.addAndGet(-reserved);
-            allocation.releaser.release(allocation);
+        Releaser releaser = allocation.releaser;
+        owner.countRelease(category, allocation.requested, reserved, releaser != null, owner.isOwnerThread());
+        if (releaser != null) {
+            releaser.release(allocation);
             allocation.clear();
         } else {
             long handle = allocation.handle;
@@ -537,7 +537,7 @@ public final class MemoryPool {
             } else if (limit.hasWaiters()) {
                 chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
             } else {
-                cache.free(chunk, handle, sizeIndex);
+                threadCache().free(chunk, handle, sizeIndex);
             }
         }
         if (category.release(reserved) || limit.hasWaiters()) {
@@ -635,10 +635,12 @@ public final class MemoryPool {
         region.clear();
     }
 
-    /** Counts an allocation made by a specialised allocator on the calling thread. */
+    /**
+     * Counts an allocation made by a specialised allocator on the calling
+     * thread, carved from one of its whole chunks or blocks.
+     */
     void countAllocation(Category category, int requested, int reserved, Allocation out) {
-        threadCache().countAllocation(category, requested, reserved, out);
-        carvedReserved.addAndGet(reserved);
+        threadCache().countAllocation(category, requested, reserved, true, out);
     }
 
     SizeClasses sizes() {
@@ -659,7 +661,7 @@ public final class MemoryPool {
         out.category = category;
         out.requested = requested;
         out.reserved = size;
-        cache.countAllocation(category, requested, size, out);
+        cache.countAllocation(category, requested, size, false, out);
     }
 
     private void freeHuge(Chunk chunk) {
@@ -891,7 +893,7 @@ public final class MemoryPool {
                 committedNow[0], hugeCommitted.get(), hugeCount.get(), blockRegionBytes.get(),
                 total(counters, ThreadCache.ALLOCATIONS),
                 total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory,
-                ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - carvedReserved.get()));
+                ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - total(counters, ThreadCache.CARVED)));
     }
 
     @Override

@@ -42,8 +42,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * those bytes, and how many chunks are pinned by how few live bytes.
  *
  * <h2>Chunk life cycle and threads</h2>
- * Each chunk counts its live slices plus one reference held while it is a
- * stripe's current or overflow chunk. Whoever drops the count to zero (the
+ * A chunk is in use while it is a stripe's current or overflow chunk, or
+ * while any slice carved from it is live. Whoever ends the last of those (the
  * last release, from any thread, or the retirement) recycles the chunk: the
  * allocator keeps one emptied chunk as its spare, taken before any other, and
  * gives the others back to the pool, which keeps idle chunks for reuse
@@ -53,6 +53,14 @@ import java.util.concurrent.atomic.AtomicReference;
  * reused before a new one is taken from the OS. {@link #trim()} gives the
  * spare back. Carving happens under the stripe's lock; stripes are chosen by
  * thread, so threads rarely share one. No lock is global.
+ *
+ * <h2>What a slice costs</h2>
+ * Carving changes only fields guarded by the stripe's lock: the chunk's offset
+ * and slice count, and the stripe's running totals of slices and bytes carved.
+ * A release, from any thread, makes one atomic add to its chunk's state (bytes
+ * released and slices outstanding, packed in one word, see {@link SlabChunk})
+ * and one to this allocator's released bytes. Live bytes are the carved bytes
+ * less the released ones, summed when {@link #stats()} is taken.
  */
 public final class SequentialAllocator implements Allocator, Releaser, MemoryPool.Attempt {
 
@@ -70,9 +78,9 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     private final AtomicInteger chunksHeld = new AtomicInteger();
     /** An emptied chunk kept for the next chunk this allocator needs; null when there is none. */
     private final AtomicReference<SlabChunk> spare = new AtomicReference<>();
-    private final AtomicLong liveBytes = new AtomicLong();
+    /** Bytes of slices released since the start; live bytes are the stripes' carved bytes less these. */
+    private final AtomicLong releasedBytes = new AtomicLong();
     private final AtomicLong wastedTailBytes = new AtomicLong();
-    private final AtomicLong slicesCarved = new AtomicLong();
     private final AtomicLong fallbackAllocations = new AtomicLong();
 
     SequentialAllocator(MemoryPool pool, Category category, int stripes, int maxRequest) {
@@ -143,11 +151,10 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
             slab = chunkWithRoom(stripe, reserved);
             offset = slab.carved;
             slab.carved += reserved;
-            slab.refs.incrementAndGet();
+            slab.slices++;
+            stripe.slicesCarved++;
+            stripe.carvedBytes += reserved;
         }
-        slab.liveBytes.addAndGet(reserved);
-        liveBytes.addAndGet(reserved);
-        slicesCarved.incrementAndGet();
         Allocation memory = slab.memory;
         out.chunk = memory.chunk;
         out.handle = memory.handle;
@@ -204,9 +211,13 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return overflow;
     }
 
+    /**
+     * Ends the carving of a chunk that is no longer a stripe's current or
+     * overflow chunk: no slice is carved from it again.
+     */
     private void retire(SlabChunk slab) {
         wastedTailBytes.addAndGet(chunkSize - slab.carved);
-        slab.unreference();
+        slab.close();
     }
 
     private int fallback(int requested, Allocation out) {
@@ -231,10 +242,9 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
 
     @Override
     public void release(Allocation allocation) {
-        SlabChunk slab = (SlabChunk) allocation.releaserToken;
-        slab.liveBytes.addAndGet(-allocation.reserved);
-        liveBytes.addAndGet(-allocation.reserved);
-        slab.unreference();
+        int reserved = allocation.reserved;
+        releasedBytes.addAndGet(reserved);
+        ((SlabChunk) allocation.releaserToken).release(reserved);
     }
 
     @Override
@@ -291,26 +301,36 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return 1;
     }
 
-    /** A snapshot of this allocator's chunks and slices. */
+    /**
+     * A snapshot of this allocator's chunks and slices. While other threads
+     * carve and release, the figures are read one after the other, not at one
+     * instant; live bytes never count a release without its slice.
+     */
     public SequentialStats stats() {
+        // released bytes first: every slice they include was carved before, so it shows in the carved bytes read next
+        long released = releasedBytes.get();
+        long carved = 0;
+        long slices = 0;
         int open = 0;
         long openLive = 0;
         for (Stripe stripe : stripes) {
             synchronized (stripe) {
+                carved += stripe.carvedBytes;
+                slices += stripe.slicesCarved;
                 for (SlabChunk slab : new SlabChunk[] {stripe.current, stripe.overflow}) {
                     if (slab != null) {
                         open++;
-                        openLive += slab.liveBytes.get();
+                        openLive += slab.liveBytes();
                     }
                 }
             }
         }
         int spares = spare.get() != null ? 1 : 0;
         int held = chunksHeld.get();
-        long live = liveBytes.get();
+        long live = carved - released;
         int pinned = Math.max(0, held - open - spares);
         return new SequentialStats(category.name(), chunkSize, held, open, pinned, spares, live,
-                Math.max(0, live - openLive), wastedTailBytes.get(), slicesCarved.get(), fallbackAllocations.get());
+                Math.max(0, live - openLive), wastedTailBytes.get(), slices, fallbackAllocations.get());
     }
 
     @Override
@@ -318,31 +338,67 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         return "sequential(" + category + ", stripes=" + stripes.length + ')';
     }
 
-    /** A stripe: its current and overflow chunks, guarded by the stripe's monitor. */
+    /** A stripe: its current and overflow chunks and its running totals, guarded by the stripe's monitor. */
     private static final class Stripe {
         SlabChunk current;
         SlabChunk overflow;
+        /** Slices carved by this stripe since the start. */
+        long slicesCarved;
+        /** Bytes of those slices (their reserved sizes). */
+        long carvedBytes;
     }
 
-    /** A whole pool chunk being carved into slices. */
+    /**
+     * A whole pool chunk being carved into slices.
+     *
+     * <p>Its {@link #state} packs two counts in one word, so that a release
+     * changes both with one atomic add: the high 32 bits hold the bytes
+     * released since the chunk was opened, the low 32 bits the slices still
+     * to be released, offset by {@link #OPEN} while the chunk is open. The
+     * offset keeps the low count positive while slices are carved without
+     * touching the state; retirement replaces it by the number of slices
+     * carved, and whoever brings the low count to zero recycles the chunk.
+     * The low count never goes below zero, so a change to it never borrows
+     * from the high bits.
+     */
     private final class SlabChunk {
+        /** Added to the low count while the chunk is open; more than the slices a chunk can hold. */
+        static final long OPEN = 1L << 30;
+
         final Allocation memory = new Allocation();
-        /** Live slices, plus one while the chunk is a stripe's current or overflow chunk. */
-        final AtomicInteger refs = new AtomicInteger(1);
-        final AtomicLong liveBytes = new AtomicLong();
         /** Bytes carved so far; guarded by the stripe that holds the chunk open. */
         int carved;
+        /** Slices carved so far; guarded likewise. */
+        int slices;
+        /** Released bytes (high 32 bits) and slices outstanding plus {@link #OPEN} while open (low 32 bits). */
+        final AtomicLong state = new AtomicLong(OPEN);
 
-        void unreference() {
-            if (refs.decrementAndGet() == 0) {
+        /** Counts the release of a slice of {@code reserved} bytes; any thread. */
+        void release(int reserved) {
+            long after = state.addAndGet(((long) reserved << 32) - 1);
+            if ((int) after == 0) {
                 recycle(this);
             }
+        }
+
+        /** Ends the carving: from now on the chunk lives only while its slices do. */
+        void close() {
+            long after = state.addAndGet(slices - OPEN);
+            if ((int) after == 0) {
+                recycle(this);
+            }
+        }
+
+        /** Bytes of live slices; read under the lock of the stripe that holds the chunk open. */
+        long liveBytes() {
+            return carved - (state.get() >>> 32);
         }
 
         /** Makes an emptied chunk (the spare) a fresh open chunk; under the lock of the stripe that opens it. */
         void reopen() {
             carved = 0;
-            refs.set(1);
+            slices = 0;
+            state.set(OPEN);
         }
     }
 }

@@ -41,7 +41,8 @@ import java.lang.ref.WeakReference;
  *
  * <h2>Accounting</h2>
  * A cache counts the allocations its thread makes, per category: requested
- * and reserved bytes, allocations and releases. Changes the owner makes are
+ * and reserved bytes, allocations and releases, and the reserved bytes of
+ * those carved by specialised allocators from whole chunks. Changes the owner makes are
  * single-writer fields that it brackets with a version counter (odd while
  * updating); releases and resizes by other threads go to a separate array with
  * atomic adds. Readers see every allocation of a cache either live or
@@ -69,11 +70,13 @@ final class ThreadCache {
     }
 
     /** Counters per category, at {@code category.id * FIELDS + field}. */
-    static final int FIELDS = 4;
+    static final int FIELDS = 5;
     static final int REQUESTED = 0;
     static final int RESERVED = 1;
     static final int ALLOCATIONS = 2;
     static final int RELEASES = 3;
+    /** The part of {@link #RESERVED} carved from whole chunks by sequential allocators and block pools. */
+    static final int CARVED = 4;
     static final int COUNTERS = Category.MAX_CATEGORIES * FIELDS;
 
     final MemoryPool pool;
@@ -165,7 +168,7 @@ final class ThreadCache {
         out.category = category;
         out.requested = requested;
         out.reserved = sizes.size(sizeIndex);
-        countAllocation(category, requested, out.reserved, out);
+        countAllocation(category, requested, out.reserved, false, out);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
@@ -202,12 +205,19 @@ final class ThreadCache {
         }
     }
 
-    /** Counts a new allocation of this thread and makes this cache its owner. Owner thread only. */
-    void countAllocation(Category category, long requestedBytes, long reservedBytes, Allocation out) {
+    /**
+     * Counts a new allocation of this thread and makes this cache its owner;
+     * {@code carved} when a specialised allocator carved it from a whole chunk.
+     * Owner thread only.
+     */
+    void countAllocation(Category category, long requestedBytes, long reservedBytes, boolean carved, Allocation out) {
         long[] c = counters;
         int base = category.id * FIELDS;
         VERSION.setRelease(this, version + 1);
         SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] + reservedBytes);
+        if (carved) {
+            SLOT.setRelease(c, base + CARVED, c[base + CARVED] + reservedBytes);
+        }
         SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedBytes);
         SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
         VERSION.setRelease(this, version + 1);
@@ -215,23 +225,30 @@ final class ThreadCache {
     }
 
     /**
-     * Counts the release of an allocation this cache owns. On the owner thread
+     * Counts the release of an allocation this cache owns ({@code carved} as
+     * when it was counted). On the owner thread
      * the single-writer counters change; on any other thread the remote ones,
      * with atomic adds, the release count last, so that an allocation never
      * looks released before its bytes are.
      */
-    void countRelease(Category category, long requestedBytes, long reservedBytes, boolean onOwnerThread) {
+    void countRelease(Category category, long requestedBytes, long reservedBytes, boolean carved, boolean onOwnerThread) {
         int base = category.id * FIELDS;
         if (onOwnerThread) {
             long[] c = counters;
             VERSION.setRelease(this, version + 1);
             SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] - requestedBytes);
             SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] - reservedBytes);
+            if (carved) {
+                SLOT.setRelease(c, base + CARVED, c[base + CARVED] - reservedBytes);
+            }
             SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
             VERSION.setRelease(this, version + 1);
         } else {
             SLOT.getAndAdd(remote, base + REQUESTED, -requestedBytes);
             SLOT.getAndAdd(remote, base + RESERVED, -reservedBytes);
+            if (carved) {
+                SLOT.getAndAdd(remote, base + CARVED, -reservedBytes);
+            }
             SLOT.getAndAdd(remote, base + RELEASES, 1L);
         }
     }
@@ -372,6 +389,11 @@ final class ThreadCache {
             largeSizeIndex = -1;
             arena.free(chunk, largeHandle);
         }
+    }
+
+    /** Whether the calling thread is this cache's owner; cheaper than looking up the caller's own cache. */
+    boolean isOwnerThread() {
+        return owner.refersTo(Thread.currentThread());
     }
 
     boolean isOwnerDead() {

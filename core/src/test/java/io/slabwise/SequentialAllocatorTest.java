@@ -507,6 +507,56 @@ class SequentialAllocatorTest {
         assertEverythingReturns();
     }
 
+    /**
+     * Releases on another thread change the carving thread's remote counters
+     * and the chunk's packed count of released bytes and slices: the live,
+     * pinned and carved-free figures stay exact whichever thread releases,
+     * while the chunk is open and after it is retired, and the chunk goes back
+     * with its last slice.
+     */
+    @Test
+    void figuresStayExactWhenSlicesAreReleasedOnAnotherThread() throws Exception {
+        SequentialAllocator one = pool.sequential("one_stripe", 1, CHUNK);
+        List<Allocation> first = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            first.add(slice(one, 64 * KIB - 3)); // 16 slices of 64 KiB fill the first chunk
+        }
+        List<Allocation> early = new ArrayList<>(first.subList(0, 4));
+        ConcurrentTasks.runConcurrently(List.of(() -> early.forEach(pool::free))); // while the chunk is open
+        SequentialStats open = one.stats();
+        assertEquals(12L * 64 * KIB, open.liveBytes(), open::toString);
+        assertEquals(0, open.pinnedLiveBytes());
+        assertEquals(1, open.openChunks());
+        assertEquals(CHUNK - 12L * 64 * KIB, pool.stats().carvedFreeBytes());
+
+        Allocation second = slice(one, 100); // retires the full first chunk and opens a second
+        List<Allocation> late = new ArrayList<>(first.subList(4, 14));
+        ConcurrentTasks.runConcurrently(List.of(() -> late.forEach(pool::free))); // after the retirement
+        SequentialStats pinned = one.stats();
+        assertEquals(2L * 64 * KIB + 104, pinned.liveBytes(), pinned::toString);
+        assertEquals(2L * 64 * KIB, pinned.pinnedLiveBytes(), "the two slices left in the retired chunk");
+        assertEquals(1, pinned.pinnedChunks());
+        assertEquals(17, pinned.slicesCarved());
+        PoolStats stats = pool.stats();
+        CategoryStats category = stats.category("one_stripe");
+        assertEquals(2L * (64 * KIB - 3) + 100, category.requested(), stats::report);
+        assertEquals(2L * 64 * KIB + 104, category.reserved());
+        assertEquals(2L * CHUNK - (2L * 64 * KIB + 104), stats.carvedFreeBytes());
+
+        List<Allocation> last = new ArrayList<>(first.subList(14, 16));
+        ConcurrentTasks.runConcurrently(List.of(() -> last.forEach(pool::free)));
+        SequentialStats emptied = one.stats();
+        assertEquals(0, emptied.pinnedChunks(), "the last release gave the retired chunk back");
+        assertEquals(1, emptied.spareChunks());
+        assertEquals(104, emptied.liveBytes());
+        pool.free(second);
+        assertEquals(0, one.stats().liveBytes());
+        assertEquals(2L * CHUNK, pool.stats().carvedFreeBytes(), "the open chunk and the spare, both empty");
+        one.trim();
+        assertEquals(0, pool.stats().carvedFreeBytes());
+        assertEverythingReturns();
+    }
+
     @Test
     void badSizesAreRejectedWithTheCategoryAndTheSize() {
         SequentialAllocator limited = pool.sequential("x", 2, 1000);
