@@ -204,7 +204,7 @@ public final class BlockPool implements Releaser {
     @Override
     public void release(Allocation allocation) {
         SlotToken token = (SlotToken) allocation.releaserToken;
-        token.chunk.owner().put(token.chunk, token.slot);
+        token.region.owner().put(token.region, token.slot);
     }
 
     @Override
@@ -269,7 +269,7 @@ public final class BlockPool implements Releaser {
     }
 
     /** Where a slot came from. */
-    private record SlotToken(SlotRegion chunk, int slot) {
+    private record SlotToken(SlotRegion region, int slot) {
     }
 
     /**
@@ -307,26 +307,26 @@ public final class BlockPool implements Releaser {
         /** Takes a slot of this size as the region of a child size: not accounted, not a buffer. */
         void takeRegion(int want, Allocation out) {
             Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
-            SlotRegion chunk;
+            SlotRegion region;
             int slot;
             synchronized (stripe) {
-                chunk = stripe.regionFor(want);
-                if (chunk == null) {
-                    chunk = parent == null ? reuseIdleBlock() : null;
-                    if (chunk != null) {
-                        chunk.stripe = stripe;
+                region = stripe.regionFor(want);
+                if (region == null) {
+                    region = parent == null ? reuseIdleBlock() : null;
+                    if (region != null) {
+                        region.stripe = stripe;
                     } else {
-                        chunk = new SlotRegion(stripe);
-                        acquireRegion(chunk.memory);
+                        region = new SlotRegion(stripe);
+                        acquireRegion(region.memory);
                     }
-                    stripe.add(chunk);
+                    stripe.add(region);
                 }
-                stripe.unlink(chunk);
-                slot = chunk.take();
-                stripe.link(chunk);
+                stripe.unlink(region);
+                slot = region.take();
+                stripe.link(region);
             }
             stripe.live.incrementAndGet();
-            fill(out, chunk, slot);
+            fill(out, region, slot);
         }
 
         private void acquireRegion(Allocation region) {
@@ -338,46 +338,46 @@ public final class BlockPool implements Releaser {
         }
 
         /** Gives back a region all of whose slots are free: a block is kept idle or freed, a smaller one is put back. */
-        private void releaseRegion(SlotRegion chunk) {
-            Allocation region = chunk.memory;
+        private void releaseRegion(SlotRegion region) {
+            Allocation memory = region.memory;
             if (parent == null) {
-                if (!keepIdleBlock(chunk)) {
-                    pool.releaseBlockRegion(region);
+                if (!keepIdleBlock(region)) {
+                    pool.releaseBlockRegion(memory);
                 }
             } else {
-                SlotToken token = (SlotToken) region.releaserToken;
-                parent.put(token.chunk, token.slot);
-                region.clear();
+                SlotToken token = (SlotToken) memory.releaserToken;
+                parent.put(token.region, token.slot);
+                memory.clear();
             }
         }
 
-        private void fill(Allocation out, SlotRegion chunk, int slot) {
-            Allocation memory = chunk.memory;
+        private void fill(Allocation out, SlotRegion region, int slot) {
+            Allocation memory = region.memory;
             long offset = (long) slot * slotSize;
             out.chunk = memory.chunk;
             out.handle = memory.handle;
             out.sizeIndex = -1;
             out.offset = (int) (memory.offset + offset);
             out.address = memory.address + offset;
-            out.releaserToken = new SlotToken(chunk, slot);
+            out.releaserToken = new SlotToken(region, slot);
         }
 
-        void put(SlotRegion chunk, int slot) {
-            Stripe stripe = chunk.stripe;
+        void put(SlotRegion region, int slot) {
+            Stripe stripe = region.stripe;
             boolean empty;
             synchronized (stripe) {
-                stripe.unlink(chunk);
-                chunk.put(slot);
-                empty = chunk.free == slotsPerRegion;
+                stripe.unlink(region);
+                region.put(slot);
+                empty = region.free == slotsPerRegion;
                 if (empty) {
-                    stripe.remove(chunk);
+                    stripe.remove();
                 } else {
-                    stripe.link(chunk);
+                    stripe.link(region);
                 }
             }
             stripe.live.decrementAndGet();
             if (empty) {
-                releaseRegion(chunk);
+                releaseRegion(region);
             }
         }
 
@@ -434,41 +434,41 @@ public final class BlockPool implements Releaser {
         }
 
         /** Starts holding a new region, all of it free. */
-        void add(SlotRegion chunk) {
+        void add(SlotRegion region) {
             regions++;
-            link(chunk);
+            link(region);
         }
 
         /** Stops holding a region, already taken out of its list. */
-        void remove(SlotRegion chunk) {
+        void remove() {
             regions--;
         }
 
         /** Puts a region in the list of its free count; {@link #freeSlots} counts it from now. */
-        void link(SlotRegion chunk) {
-            SlotRegion head = byFree[chunk.free];
-            chunk.prev = null;
-            chunk.next = head;
+        void link(SlotRegion region) {
+            SlotRegion head = byFree[region.free];
+            region.prev = null;
+            region.next = head;
             if (head != null) {
-                head.prev = chunk;
+                head.prev = region;
             }
-            byFree[chunk.free] = chunk;
-            freeSlots += chunk.free;
+            byFree[region.free] = region;
+            freeSlots += region.free;
         }
 
         /** Takes a region out of its list, before its free count changes. */
-        void unlink(SlotRegion chunk) {
-            if (chunk.prev != null) {
-                chunk.prev.next = chunk.next;
+        void unlink(SlotRegion region) {
+            if (region.prev != null) {
+                region.prev.next = region.next;
             } else {
-                byFree[chunk.free] = chunk.next;
+                byFree[region.free] = region.next;
             }
-            if (chunk.next != null) {
-                chunk.next.prev = chunk.prev;
+            if (region.next != null) {
+                region.next.prev = region.prev;
             }
-            chunk.prev = null;
-            chunk.next = null;
-            freeSlots -= chunk.free;
+            region.prev = null;
+            region.next = null;
+            freeSlots -= region.free;
         }
     }
 
