@@ -42,6 +42,12 @@ final class Arena {
     final RemoteFreeQueue remoteFrees;
     /** Threads whose caches are bound to this arena. */
     final AtomicInteger boundThreads = new AtomicInteger();
+    /** The refill under way while {@link #allocateSmallBatch} drains remote frees; class -1 when none. */
+    private int refillClass = -1;
+    private Chunk[] refillChunks;
+    private long[] refillHandles;
+    private int refillMax;
+    private int refillCount;
     /** Set when the arena took a new chunk; cleared by whoever reacts to growth. */
     volatile boolean grew;
 
@@ -86,15 +92,30 @@ final class Arena {
     /**
      * Takes up to {@code max} elements of a small size class into
      * {@code chunksOut}/{@code handlesOut} from index 0, for a thread cache
-     * refill: one lock for many allocations. Only the first element may make a
-     * new subpage; the rest come from subpages that already have room, so a
-     * refill never grows the arena by more than one subpage.
+     * refill: one lock for many allocations. Elements of the class that other
+     * threads handed back through the remote-free queue go straight into the
+     * batch, still marked taken in their subpages, so a producer whose buffers
+     * are released elsewhere gets them back without a subpage being emptied and
+     * made again. Of the rest, only the first element may make a new subpage;
+     * the others come from subpages that already have room, so a refill never
+     * grows the arena by more than one subpage.
      *
      * @return how many elements were taken, at least 1
      */
     synchronized int allocateSmallBatch(int sizeIndex, Chunk[] chunksOut, long[] handlesOut, int max) {
-        remoteFrees.drain(this);
-        int n = 0;
+        refillClass = sizeIndex;
+        refillChunks = chunksOut;
+        refillHandles = handlesOut;
+        refillMax = max;
+        refillCount = 0;
+        try {
+            remoteFrees.drain(this);
+        } finally {
+            refillClass = -1;
+            refillChunks = null;
+            refillHandles = null;
+        }
+        int n = refillCount;
         while (n < max) {
             Subpage subpage = subpageWithFree(sizeIndex, n == 0);
             if (subpage == null) {
@@ -156,14 +177,26 @@ final class Arena {
         }
     }
 
-    /** Applies one remote-free entry; called by {@link RemoteFreeQueue#drain} under the lock. */
+    /**
+     * Applies one remote-free entry; called by {@link RemoteFreeQueue#drain}
+     * under the lock. During a refill, an element of the class being refilled
+     * goes into the refill batch instead of back to its subpage.
+     */
     void freeEntry(long entry) {
         Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
         int runStart = RemoteFreeQueue.runStart(entry);
-        long handle = RemoteFreeQueue.isSubpage(entry)
-                ? Chunk.subpageHandle(runStart, chunk.subpageAt(runStart).runPages, RemoteFreeQueue.lowField(entry))
-                : Chunk.runHandle(runStart, RemoteFreeQueue.lowField(entry));
-        freeLocked(chunk, handle);
+        if (RemoteFreeQueue.isSubpage(entry)) {
+            Subpage subpage = chunk.subpageAt(runStart);
+            long handle = Chunk.subpageHandle(runStart, subpage.runPages, RemoteFreeQueue.lowField(entry));
+            if (subpage.sizeIndex == refillClass && refillCount < refillMax) {
+                refillChunks[refillCount] = chunk;
+                refillHandles[refillCount++] = handle;
+            } else {
+                freeLocked(chunk, handle);
+            }
+        } else {
+            freeLocked(chunk, Chunk.runHandle(runStart, RemoteFreeQueue.lowField(entry)));
+        }
     }
 
     private void freeLocked(Chunk chunk, long handle) {
@@ -202,7 +235,7 @@ final class Arena {
 
     /** Gives back the runs of every subpage of a chunk that holds nothing; they are all empty. */
     private void releaseEmptySubpagesOf(Chunk chunk) {
-        for (int page = 0; page < chunk.pages; ) {
+        for (int page = 0; page < chunk.pages && chunk.subpageCount > 0; ) {
             Subpage subpage = chunk.subpageAt(page);
             if (subpage != null) {
                 page += subpage.runPages;

@@ -59,6 +59,8 @@ final class Chunk {
     private final Subpage[] subpages;
 
     int freePages;
+    /** Subpages carved from this chunk right now. */
+    int subpageCount;
     /** Bytes handed out of this chunk, to live buffers or to thread caches (a subpage counts its taken elements). */
     long usedBytes;
     /** When the chunk last became completely free, in {@link System#nanoTime()} units. */
@@ -179,8 +181,11 @@ final class Chunk {
         insertFreeRun(start, end - start);
     }
 
+    /** Records the subpage whose run starts at {@code runStart}, or with null that it is gone. */
     void setSubpage(int runStart, Subpage subpage) {
+        Subpage old = subpages[runStart];
         subpages[runStart] = subpage;
+        subpageCount += (subpage != null ? 1 : 0) - (old != null ? 1 : 0);
     }
 
     Subpage subpageAt(int runStart) {

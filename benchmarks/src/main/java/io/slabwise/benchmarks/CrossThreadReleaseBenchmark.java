@@ -18,6 +18,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Control;
 
 import java.util.concurrent.TimeUnit;
 
@@ -26,11 +27,13 @@ import java.util.concurrent.TimeUnit;
  * loop allocates a response that a worker pool releases: the path where a
  * pool must take memory back from a thread that does not own it.
  *
- * <p>A producer allocates and hands buffers through a bounded single-producer
- * single-consumer queue to a consumer that releases them. When the queue is
- * full the producer releases its buffer itself (counted as a producer
- * operation), so neither thread ever blocks. Scores are per operation of each
- * side; compare the {@code crossThread} group score between allocators.
+ * <p>A producer allocates and hands each buffer through a bounded
+ * single-producer single-consumer queue to a consumer that releases it. Every
+ * operation on either side moves exactly one buffer: the producer spins while
+ * the queue is full and the consumer while it is empty, each giving up only
+ * when JMH ends the iteration. The {@code crossThread} group score is
+ * therefore the time per buffer handed over, whichever side is slower; the
+ * two side scores say which side that is.
  */
 @State(Scope.Group)
 @BenchmarkMode(Mode.AverageTime)
@@ -67,28 +70,34 @@ public class CrossThreadReleaseBenchmark {
         }
     }
 
-    /** Allocates a buffer and hands it to the consumer. */
+    /** Allocates a buffer and hands it to the consumer, waiting for room in the queue. */
     @Benchmark
     @Group("crossThread")
     @GroupThreads(1)
-    public boolean produce() {
+    public boolean produce(Control control) {
         ByteBuf buf = alloc.directBuffer(size);
         buf.setByte(0, 1);
-        if (!handoff.offer(buf)) {
-            buf.release();
-            return false;
+        while (!handoff.offer(buf)) {
+            if (control.stopMeasurement) {
+                buf.release();
+                return false;
+            }
+            Thread.onSpinWait();
         }
         return true;
     }
 
-    /** Releases a buffer the producer allocated, if one is there. */
+    /** Releases the next buffer the producer allocated, waiting for one. */
     @Benchmark
     @Group("crossThread")
     @GroupThreads(1)
-    public boolean consume() {
-        ByteBuf buf = handoff.poll();
-        if (buf == null) {
-            return false;
+    public boolean consume(Control control) {
+        ByteBuf buf;
+        while ((buf = handoff.poll()) == null) {
+            if (control.stopMeasurement) {
+                return false;
+            }
+            Thread.onSpinWait();
         }
         return buf.release();
     }
