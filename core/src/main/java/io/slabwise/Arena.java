@@ -42,12 +42,16 @@ final class Arena {
     final RemoteFreeQueue remoteFrees;
     /** Threads whose caches are bound to this arena. */
     final AtomicInteger boundThreads = new AtomicInteger();
-    /** The refill under way while {@link #allocateSmallBatch} drains remote frees; class -1 when none. */
+    /** The refill under way while {@link #allocateBatch} drains remote frees; class -1 when none. */
     private int refillClass = -1;
+    /** The pages of the refilled class when it is a run class, else -1. */
+    private int refillRunPages = -1;
     private Chunk[] refillChunks;
     private long[] refillHandles;
     private int refillMax;
     private int refillCount;
+    /** The chunk of the run {@link #allocateRun} carved last; under the lock. */
+    private Chunk lastRunChunk;
     /** Set when the arena took a new chunk; cleared by whoever reacts to growth. */
     volatile boolean grew;
 
@@ -73,14 +77,20 @@ final class Arena {
         if (sizes.isSmall(sizeIndex)) {
             allocateSmall(sizeIndex, out);
         } else {
-            int runPages = sizes.size(sizeIndex) >>> pageShift;
-            Chunk chunk = chunkWithRun(runPages);
-            long handle = chunk.allocateRun(runPages);
-            chunk.usedBytes += (long) runPages << pageShift;
-            usedBytes += (long) runPages << pageShift;
-            out.chunk = chunk;
-            out.handle = handle;
+            out.handle = allocateRun(sizeIndex);
+            out.chunk = lastRunChunk;
         }
+    }
+
+    /** Carves a run of a page-multiple class; returns its handle and leaves its chunk in {@link #lastRunChunk}. */
+    private long allocateRun(int sizeIndex) {
+        int runPages = sizes.size(sizeIndex) >>> pageShift;
+        Chunk chunk = chunkWithRun(runPages);
+        long handle = chunk.allocateRun(runPages);
+        chunk.usedBytes += (long) runPages << pageShift;
+        usedBytes += (long) runPages << pageShift;
+        lastRunChunk = chunk;
+        return handle;
     }
 
     private void allocateSmall(int sizeIndex, Allocation out) {
@@ -90,20 +100,24 @@ final class Arena {
     }
 
     /**
-     * Takes up to {@code max} elements of a small size class into
+     * Takes up to {@code max} allocations of a cached size class into
      * {@code chunksOut}/{@code handlesOut} from index 0, for a thread cache
-     * refill: one lock for many allocations. Elements of the class that other
-     * threads handed back through the remote-free queue go straight into the
-     * batch, still marked taken in their subpages, so a producer whose buffers
-     * are released elsewhere gets them back without a subpage being emptied and
-     * made again. Of the rest, only the first element may make a new subpage;
-     * the others come from subpages that already have room, so a refill never
-     * grows the arena by more than one subpage.
+     * refill: one lock for many allocations. Memory of the class that other
+     * threads handed back through the remote-free queue goes straight into the
+     * batch, still marked taken (a subpage element stays set in its bitmap, a
+     * run stays carved), so a producer whose buffers are released elsewhere
+     * gets them back without a subpage being emptied and made again or a run
+     * merged and split again. Then a small class takes elements from subpages
+     * with room, of which only the first may be a new subpage, so a refill
+     * never grows the arena by more than one subpage; a run class takes one
+     * new run if the queue gave none.
      *
-     * @return how many elements were taken, at least 1
+     * @return how many allocations were taken, at least 1
      */
-    synchronized int allocateSmallBatch(int sizeIndex, Chunk[] chunksOut, long[] handlesOut, int max) {
+    synchronized int allocateBatch(int sizeIndex, Chunk[] chunksOut, long[] handlesOut, int max) {
+        boolean small = sizes.isSmall(sizeIndex);
         refillClass = sizeIndex;
+        refillRunPages = small ? -1 : sizes.size(sizeIndex) >>> pageShift;
         refillChunks = chunksOut;
         refillHandles = handlesOut;
         refillMax = max;
@@ -112,10 +126,19 @@ final class Arena {
             remoteFrees.drain(this);
         } finally {
             refillClass = -1;
+            refillRunPages = -1;
             refillChunks = null;
             refillHandles = null;
         }
         int n = refillCount;
+        if (!small) {
+            if (n == 0) {
+                handlesOut[0] = allocateRun(sizeIndex);
+                chunksOut[0] = lastRunChunk;
+                n = 1;
+            }
+            return n;
+        }
         while (n < max) {
             Subpage subpage = subpageWithFree(sizeIndex, n == 0);
             if (subpage == null) {
@@ -179,8 +202,8 @@ final class Arena {
 
     /**
      * Applies one remote-free entry; called by {@link RemoteFreeQueue#drain}
-     * under the lock. During a refill, an element of the class being refilled
-     * goes into the refill batch instead of back to its subpage.
+     * under the lock. During a refill, memory of the class being refilled goes
+     * into the refill batch instead of back to its subpage or chunk.
      */
     void freeEntry(long entry) {
         Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
@@ -188,14 +211,21 @@ final class Arena {
         if (RemoteFreeQueue.isSubpage(entry)) {
             Subpage subpage = chunk.subpageAt(runStart);
             long handle = Chunk.subpageHandle(runStart, subpage.runPages, RemoteFreeQueue.lowField(entry));
-            if (subpage.sizeIndex == refillClass && refillCount < refillMax) {
+            if (subpage.sizeIndex == refillClass && refillCount < refillMax) { // still taken: straight to the refill
                 refillChunks[refillCount] = chunk;
                 refillHandles[refillCount++] = handle;
             } else {
                 freeLocked(chunk, handle);
             }
         } else {
-            freeLocked(chunk, Chunk.runHandle(runStart, RemoteFreeQueue.lowField(entry)));
+            int runPages = RemoteFreeQueue.lowField(entry);
+            long handle = Chunk.runHandle(runStart, runPages);
+            if (runPages == refillRunPages && refillCount < refillMax) {
+                refillChunks[refillCount] = chunk;
+                refillHandles[refillCount++] = handle;
+            } else {
+                freeLocked(chunk, handle);
+            }
         }
     }
 

@@ -29,10 +29,13 @@ import java.lang.ref.WeakReference;
  * thread holds at most 1 MiB there.
  *
  * <h2>Refills</h2>
- * When the stack of a small size class is empty, the cache takes up to
- * {@link #REFILL_BATCH} elements from the arena under one lock. A thread whose
+ * When the stack of a cached size class is empty, the cache takes up to
+ * {@link #REFILL_BATCH} allocations from the arena under one lock: first what
+ * other threads released into the arena's remote-free queue, then elements of
+ * subpages (small classes) or one new run (page classes). A thread whose
  * buffers are released by other threads (a producer) then takes the arena
- * lock once per batch instead of once per buffer.
+ * lock once per batch instead of once per buffer, and gets its own memory
+ * back without the arena taking it apart and carving it again.
  *
  * <h2>Trimming</h2>
  * Every {@link #SWEEP_INTERVAL} operations the cache frees, per size class, as
@@ -146,11 +149,11 @@ final class ThreadCache {
             out.chunk = stack[n];
             stack[n] = null;
             out.handle = handles[sizeIndex][n];
-        } else if (sizeIndex < cachedClasses && sizes.isSmall(sizeIndex)) {
+        } else if (sizeIndex < cachedClasses) {
             // refill the stack with a batch under one lock, then take from it
             Chunk[] stack = chunks[sizeIndex];
             long[] stackHandles = handles[sizeIndex];
-            n = arena.allocateSmallBatch(sizeIndex, stack, stackHandles, Math.min(REFILL_BATCH, stack.length)) - 1;
+            n = arena.allocateBatch(sizeIndex, stack, stackHandles, Math.min(REFILL_BATCH, stack.length)) - 1;
             counts[sizeIndex] = n;
             out.chunk = stack[n];
             stack[n] = null;

@@ -1,6 +1,8 @@
 package io.slabwise;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -165,31 +167,33 @@ class ThreadCacheTest {
     }
 
     /**
-     * The path checked: elements that a thread bound to another arena released
-     * wait in the owning arena's remote-free queue, and the owner's next refill
-     * of their class takes them straight from that queue, in the order they
-     * were released and still taken in their subpages, instead of freeing them
-     * into their subpages and taking elements from the subpage list (which
-     * would hand them out in the reverse order: the last subpage given an
-     * element back heads the list). An element of another class in the same
-     * queue goes back to its subpage.
+     * The path checked: memory of a cached class that a thread bound to
+     * another arena released waits in the owning arena's remote-free queue,
+     * and the owner's next refill of that class takes it straight from the
+     * queue, in the order it was released and still taken, instead of giving
+     * it back to its subpages or chunk and carving anew (which would hand
+     * subpage elements out in another order, the last subpage given an element
+     * back heading the list, and would make one new run for a run class).
+     * Memory of another class in the same queue goes back where it belongs.
+     * 4 KiB is a small class (two elements per one-page subpage), 64 KiB a run
+     * class.
      */
-    @Test
-    void aRefillTakesRemoteFreesOfItsClassStraightFromTheQueue() throws Exception {
+    @ParameterizedTest
+    @ValueSource(ints = {4096, 65536})
+    void aRefillTakesRemoteFreesOfItsClassStraightFromTheQueue(int size) throws Exception {
         MemoryPool pool = newPool(2);
-        List<Allocation> fourK = new ArrayList<>();
-        for (int i = 0; i < 8; i++) { // class 4096: two elements per one-page subpage, so four full subpages
+        List<Allocation> mine = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
             Allocation a = new Allocation();
-            pool.allocate(4096, a);
-            fourK.add(a);
+            pool.allocate(size, a);
+            mine.add(a);
         }
         Allocation oneK = new Allocation();
         pool.allocate(1024, oneK);
         Arena arena = oneK.owner.arena;
         Subpage oneKSubpage = oneK.chunk.subpageAt(Chunk.runStart(oneK.handle));
         int oneKFree = oneKSubpage.freeElements();
-        // released out of allocation order, one element from each of the four subpages, and the 1 KiB one
-        List<Allocation> released = List.of(fourK.get(7), fourK.get(0), fourK.get(5), fourK.get(2));
+        List<Allocation> released = List.of(mine.get(7), mine.get(0), mine.get(5), mine.get(2)); // not in allocation order
         long[] releasedHandles = released.stream().mapToLong(a -> a.handle).toArray();
         ConcurrentTasks.runConcurrently(List.of(() -> {
             assertNotSame(arena, ownCache(pool).arena, "the releasing thread is bound to the other arena");
@@ -199,15 +203,15 @@ class ThreadCacheTest {
 
         Chunk[] chunks = new Chunk[16];
         long[] handles = new long[16];
-        int taken = arena.allocateSmallBatch(SizeClasses.indexOf(4096), chunks, handles, 16);
-        assertEquals(4, taken, "the four released elements, and no new subpage after them");
+        int taken = arena.allocateBatch(SizeClasses.indexOf(size), chunks, handles, 16);
+        assertEquals(4, taken, "the four released allocations, and nothing carved after them");
         for (int i = 0; i < 4; i++) {
-            assertEquals(releasedHandles[i], handles[i], "element " + i + " of the refill is the " + i + "th released");
+            assertEquals(releasedHandles[i], handles[i], "allocation " + i + " of the refill is the " + i + "th released");
         }
         assertEquals(oneKFree + 1, oneKSubpage.freeElements(), "the 1 KiB element went back to its subpage");
 
         arena.freeBatch(chunks, handles, 0, taken);
-        fourK.stream().filter(a -> a.isLive()).forEach(pool::free);
+        mine.stream().filter(Allocation::isLive).forEach(pool::free);
         assertEquals(0, pool.stats().requestedBytes());
         pool.trim();
         assertEquals(0, pool.committedBytes());
