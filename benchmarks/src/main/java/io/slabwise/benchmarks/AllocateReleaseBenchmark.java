@@ -24,8 +24,10 @@ import java.util.concurrent.TimeUnit;
  * <p>{@link #allocateRelease} measures the allocator alone.
  * {@link #touchRelease} also writes one byte per 4 KiB page of the buffer, so
  * an allocator that hands out cold memory (freshly mapped pages) pays for it.
- * Sizes include ones just past a page ({@code 8193}) and a large one (1 MiB),
- * where Netty's pooled allocator is known to take and drop a chunk per cycle.
+ * Sizes include ones just past a size class and half a page ({@code 4097}), just
+ * past a page ({@code 8193}), a large one (1 MiB), where Netty's pooled
+ * allocator is known to take and drop a chunk per cycle, and a whole 4 MiB
+ * chunk. {@code unpooled} is there for scale.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -36,11 +38,11 @@ import java.util.concurrent.TimeUnit;
 public class AllocateReleaseBenchmark {
 
     /** The allocator under test. */
-    @Param({"slabwise", "pooled", "adaptive"})
+    @Param({"slabwise", "pooled", "adaptive", "unpooled"})
     public AllocatorKind allocator;
 
     /** The buffer size in bytes. */
-    @Param({"64", "1024", "8193", "65536", "1048576"})
+    @Param({"64", "1024", "4097", "8193", "65536", "1048576", "4194304"})
     public int size;
 
     private ByteBufAllocator alloc;

@@ -27,6 +27,12 @@ import java.util.concurrent.TimeUnit;
  * buffer and releases the oldest, so memory is freed in the order it was
  * allocated. {@code slabwise} uses its sequential allocator; Netty's
  * allocators their general path.
+ *
+ * <p>{@link #appendAndEvict} writes one byte of each new buffer: it measures
+ * the allocators, and favours one that hands back the memory it freed last
+ * (whose first line is still in the CPU cache) over one that bumps into memory
+ * untouched for a lap of the ring. {@link #appendWriteAndEvict} copies a whole
+ * record into each buffer, as a log cache does when it appends a record batch.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -47,6 +53,8 @@ public class SequentialFifoBenchmark {
     private ByteBufAllocator general;
     private final ByteBuf[] ring = new ByteBuf[RING];
     private final int[] sizes = new int[SIZES];
+    /** The bytes every appended record copies (the largest record). */
+    private final byte[] record = new byte[64 * 1024];
     private int next;
 
     /** Makes a fresh allocator and fills the ring. */
@@ -59,6 +67,7 @@ public class SequentialFifoBenchmark {
             general = created;
         }
         Random random = new Random(7);
+        random.nextBytes(record);
         for (int i = 0; i < SIZES; i++) {
             sizes[i] = (int) Math.exp(Math.log(64) + random.nextDouble() * (Math.log(64 * 1024) - Math.log(64)));
         }
@@ -81,6 +90,19 @@ public class SequentialFifoBenchmark {
         ring[slot] = buf;
         next++;
         return buf.capacity();
+    }
+
+    /** Allocates a new buffer, copies a whole record into it, and releases the oldest. */
+    @Benchmark
+    public int appendWriteAndEvict() {
+        int slot = next & (RING - 1);
+        ring[slot].release();
+        int size = sizes[next & (SIZES - 1)];
+        ByteBuf buf = allocate(size);
+        buf.writeBytes(record, 0, size);
+        ring[slot] = buf;
+        next++;
+        return buf.writerIndex();
     }
 
     /** Releases the ring. */

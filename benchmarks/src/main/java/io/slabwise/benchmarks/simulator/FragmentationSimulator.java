@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>
  * java -Xmx2g -XX:MaxDirectMemorySize=8g -cp benchmarks/target/benchmarks.jar \
- *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix]
+ *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix,broker]
  *     [--allocators slabwise,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
  *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--quick]
  * </pre>
@@ -59,7 +59,7 @@ public final class FragmentationSimulator {
     public static void main(String[] args) throws Exception {
         Map<String, String> options = parse(args);
         if (options.containsKey("help")) {
-            System.out.println("options: --workloads fifo,lru,phase,mix --allocators slabwise,pooled,adaptive"
+            System.out.println("options: --workloads fifo,lru,phase,mix,broker --allocators slabwise,pooled,adaptive"
                     + " --traffic-gib G --cache-mib M --seed S --out DIR --sample-every K --ceiling-fraction F --quick");
             return;
         }
@@ -70,7 +70,7 @@ public final class FragmentationSimulator {
         long sampleEvery = Long.parseLong(options.getOrDefault("sample-every", "0"));
         double ceilingFraction = Double.parseDouble(options.getOrDefault("ceiling-fraction", "0"));
         Path out = Path.of(options.getOrDefault("out", "benchmarks/results"));
-        List<String> workloads = List.of(options.getOrDefault("workloads", "fifo,lru,phase,mix").split(","));
+        List<String> workloads = List.of(options.getOrDefault("workloads", "fifo,lru,phase,mix,broker").split(","));
         List<AllocatorUnderTest> allocators = new ArrayList<>();
         for (String a : options.getOrDefault("allocators", "slabwise,pooled,adaptive").split(",")) {
             allocators.add(allocator(a.trim()));
@@ -183,9 +183,11 @@ public final class FragmentationSimulator {
             case "phase":
                 return new PhaseShiftWorkload(settings, 1, () -> false, live, new FinishLine(1));
             case "mix":
-                return new MixedWorkload(settings, live);
+                return new MixedWorkload(settings, live, true);
+            case "broker":
+                return new MixedWorkload(settings, live, false);
             default:
-                throw new IllegalArgumentException("unknown workload '" + name + "': use fifo, lru, phase or mix");
+                throw new IllegalArgumentException("unknown workload '" + name + "': use fifo, lru, phase, mix or broker");
         }
     }
 

@@ -17,6 +17,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *  network  bursts of short-lived buffers, until the finish line
  * </pre>
  *
+ * The {@code broker} variant leaves out the phase thread: the two caches on
+ * their dedicated allocators and network buffers on the general one, which is
+ * what a broker holds when it keeps no other long-lived data in direct memory.
+ *
  * The operations counted (and the samples' x axis) are the two caches'
  * allocations and releases, whose sequence is fixed by the seed; requested
  * bytes are what all four threads hold. A cache that is done first keeps its
@@ -27,15 +31,18 @@ final class MixedWorkload implements Workload {
 
     private final Settings settings;
     private final AtomicLong live;
+    private final boolean withPhase;
 
-    MixedWorkload(Settings settings, AtomicLong live) {
+    /** @param withPhase whether a phase-shifting thread runs beside the caches and the network ({@code mix}) or not ({@code broker}) */
+    MixedWorkload(Settings settings, AtomicLong live, boolean withPhase) {
         this.settings = settings;
         this.live = live;
+        this.withPhase = withPhase;
     }
 
     @Override
     public String name() {
-        return "mix";
+        return withPhase ? "mix" : "broker";
     }
 
     @Override
@@ -56,9 +63,11 @@ final class MixedWorkload implements Workload {
         for (Workload cache : caches(finish)) {
             threads.add(start(cache, source, samples, finish, failure));
         }
-        Settings quarter = settings.scaled(0, settings.cacheBytes() / 4);
-        threads.add(start(new PhaseShiftWorkload(quarter, Integer.MAX_VALUE, finish::passed, live, null), source,
-                Samples.uncounted("phase", live), finish, failure));
+        if (withPhase) {
+            Settings quarter = settings.scaled(0, settings.cacheBytes() / 4);
+            threads.add(start(new PhaseShiftWorkload(quarter, Integer.MAX_VALUE, finish::passed, live, null), source,
+                    Samples.uncounted("phase", live), finish, failure));
+        }
         threads.add(start(new NetworkWorkload(settings, finish::passed, live), source,
                 Samples.uncounted("network", live), finish, failure));
         for (Thread t : threads) {
