@@ -50,8 +50,8 @@ final class Arena {
     private long[] refillHandles;
     private int refillMax;
     private int refillCount;
-    /** The chunk of the run {@link #allocateRun} carved last; under the lock. */
-    private Chunk lastRunChunk;
+    /** The handle of the run {@link #allocateRun} carved last; under the lock. */
+    private long carvedRunHandle;
     /** Set when the arena took a new chunk; cleared by whoever reacts to growth. */
     volatile boolean grew;
 
@@ -77,20 +77,19 @@ final class Arena {
         if (sizes.isSmall(sizeIndex)) {
             allocateSmall(sizeIndex, out);
         } else {
-            out.handle = allocateRun(sizeIndex);
-            out.chunk = lastRunChunk;
+            out.chunk = allocateRun(sizeIndex);
+            out.handle = carvedRunHandle;
         }
     }
 
-    /** Carves a run of a page-multiple class; returns its handle and leaves its chunk in {@link #lastRunChunk}. */
-    private long allocateRun(int sizeIndex) {
+    /** Carves a run of a page-multiple class; returns its chunk and leaves its handle in {@link #carvedRunHandle}. */
+    private Chunk allocateRun(int sizeIndex) {
         int runPages = sizes.size(sizeIndex) >>> pageShift;
         Chunk chunk = chunkWithRun(runPages);
-        long handle = chunk.allocateRun(runPages);
+        carvedRunHandle = chunk.allocateRun(runPages);
         chunk.usedBytes += (long) runPages << pageShift;
         usedBytes += (long) runPages << pageShift;
-        lastRunChunk = chunk;
-        return handle;
+        return chunk;
     }
 
     private void allocateSmall(int sizeIndex, Allocation out) {
@@ -124,6 +123,13 @@ final class Arena {
         refillCount = 0;
         try {
             remoteFrees.drain(this);
+        } catch (RuntimeException e) {
+            // a broken entry (a double free): what the batch already took goes back, so nothing stays taken for good
+            for (int i = 0; i < refillCount; i++) {
+                freeLocked(chunksOut[i], handlesOut[i]);
+                chunksOut[i] = null;
+            }
+            throw e;
         } finally {
             refillClass = -1;
             refillRunPages = -1;
@@ -133,8 +139,8 @@ final class Arena {
         int n = refillCount;
         if (!small) {
             if (n == 0) {
-                handlesOut[0] = allocateRun(sizeIndex);
-                chunksOut[0] = lastRunChunk;
+                chunksOut[0] = allocateRun(sizeIndex);
+                handlesOut[0] = carvedRunHandle;
                 n = 1;
             }
             return n;
@@ -208,25 +214,38 @@ final class Arena {
     void freeEntry(long entry) {
         Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
         int runStart = RemoteFreeQueue.runStart(entry);
+        long handle;
+        boolean refilled;
         if (RemoteFreeQueue.isSubpage(entry)) {
             Subpage subpage = chunk.subpageAt(runStart);
-            long handle = Chunk.subpageHandle(runStart, subpage.runPages, RemoteFreeQueue.lowField(entry));
-            if (subpage.sizeIndex == refillClass && refillCount < refillMax) { // still taken: straight to the refill
-                refillChunks[refillCount] = chunk;
-                refillHandles[refillCount++] = handle;
-            } else {
-                freeLocked(chunk, handle);
-            }
+            handle = Chunk.subpageHandle(runStart, subpage.runPages, RemoteFreeQueue.lowField(entry));
+            refilled = subpage.sizeIndex == refillClass;
         } else {
             int runPages = RemoteFreeQueue.lowField(entry);
-            long handle = Chunk.runHandle(runStart, runPages);
-            if (runPages == refillRunPages && refillCount < refillMax) {
-                refillChunks[refillCount] = chunk;
-                refillHandles[refillCount++] = handle;
-            } else {
-                freeLocked(chunk, handle);
+            handle = Chunk.runHandle(runStart, runPages);
+            refilled = runPages == refillRunPages;
+        }
+        if (refilled && refillCount < refillMax) {
+            addToRefill(chunk, handle); // still taken: straight to the refill
+        } else {
+            freeLocked(chunk, handle);
+        }
+    }
+
+    /**
+     * Adds a remote free to the refill batch. A handle already in the batch
+     * was freed twice; the subpage bitmap, which would have caught that, is
+     * not consulted on this path, so the batch checks itself.
+     */
+    private void addToRefill(Chunk chunk, long handle) {
+        for (int i = 0; i < refillCount; i++) {
+            if (refillHandles[i] == handle && refillChunks[i] == chunk) {
+                throw new IllegalStateException("memory at handle " + Long.toHexString(handle) + " of chunk " + chunk.id
+                        + " was freed twice");
             }
         }
+        refillChunks[refillCount] = chunk;
+        refillHandles[refillCount++] = handle;
     }
 
     private void freeLocked(Chunk chunk, long handle) {

@@ -274,6 +274,11 @@ public final class MemoryPool {
         return policy != null ? policy : config.limitPolicy();
     }
 
+    /** Whether any allocation waits at the ceiling or a quota right now; one volatile read. */
+    boolean hasLimitWaiters() {
+        return limit.hasWaiters();
+    }
+
     /** Allocations waiting at the ceiling or a quota right now. */
     public int waitingAllocations() {
         return limit.waiters();

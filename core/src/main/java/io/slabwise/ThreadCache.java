@@ -30,9 +30,12 @@ import java.lang.ref.WeakReference;
  *
  * <h2>Refills</h2>
  * When the stack of a cached size class is empty, the cache takes up to
- * {@link #REFILL_BATCH} allocations from the arena under one lock: first what
- * other threads released into the arena's remote-free queue, then elements of
- * subpages (small classes) or one new run (page classes). A thread whose
+ * {@link #REFILL_BATCH} allocations from the arena under one lock: first
+ * memory of that class that other threads released into the arena's
+ * remote-free queue, then, for a small class, elements of subpages with room;
+ * a page class takes one new run only when the queue gave none. While callers
+ * wait at a limit, a refill takes a single allocation, so that released memory
+ * is not parked in one thread's cache. A thread whose
  * buffers are released by other threads (a producer) then takes the arena
  * lock once per batch instead of once per buffer, and gets its own memory
  * back without the arena taking it apart and carving it again.
@@ -58,7 +61,7 @@ final class ThreadCache {
     static final int SWEEP_INTERVAL = 8192;
     /** The largest run the single large slot keeps: a thread holds at most this much there. */
     static final int LARGE_SLOT_LIMIT = 1 << 20;
-    /** Elements of a small size class taken from the arena at once when the stack is empty. */
+    /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
     static final int REFILL_BATCH = 16;
 
     private static final VarHandle VERSION;
@@ -153,7 +156,8 @@ final class ThreadCache {
             // refill the stack with a batch under one lock, then take from it
             Chunk[] stack = chunks[sizeIndex];
             long[] stackHandles = handles[sizeIndex];
-            n = arena.allocateBatch(sizeIndex, stack, stackHandles, Math.min(REFILL_BATCH, stack.length)) - 1;
+            int batch = pool.hasLimitWaiters() ? 1 : Math.min(REFILL_BATCH, stack.length);
+            n = arena.allocateBatch(sizeIndex, stack, stackHandles, batch) - 1;
             counts[sizeIndex] = n;
             out.chunk = stack[n];
             stack[n] = null;

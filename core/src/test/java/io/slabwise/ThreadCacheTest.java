@@ -6,6 +6,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -13,6 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Thread caches: reuse, their bounds and sweeps, remote frees, and getting their memory back from dead and live threads. */
@@ -166,53 +170,153 @@ class ThreadCacheTest {
         assertEquals(0, pool.committedBytes());
     }
 
+    /** Eight allocations of {@code size} by this thread; its cache holds none of that class afterwards. */
+    private static List<Allocation> allocateEight(MemoryPool pool, int size) {
+        List<Allocation> mine = new ArrayList<>();
+        for (int i = 0; i < 8; i++) { // refills of 2 (4 KiB: one-page subpages) or 1 (a run class): the cache ends empty
+            Allocation a = new Allocation();
+            pool.allocate(size, a);
+            mine.add(a);
+        }
+        return mine;
+    }
+
+    /**
+     * A thread bound to the other arena of a two-arena pool that runs the
+     * tasks it is handed, one at a time. While it frees memory of the first
+     * arena, which goes through that arena's remote-free queue and takes none
+     * of its locks, the test can hold the first arena's lock, so that nothing
+     * else (the decay thread) drains the queue before the test looks.
+     */
+    private static final class OtherArenaThread implements AutoCloseable {
+        private final BlockingQueue<FutureTask<Void>> tasks = new LinkedBlockingQueue<>();
+        private final Thread thread = new Thread(() -> {
+            try {
+                while (true) {
+                    tasks.take().run();
+                }
+            } catch (InterruptedException e) {
+                // closed
+            }
+        });
+
+        OtherArenaThread(MemoryPool pool, Arena arena) throws Exception {
+            thread.start();
+            run(() -> assertNotSame(arena, ownCache(pool).arena, "the releasing thread is bound to the other arena"));
+        }
+
+        /** Runs a task on the thread and waits for it; its failure fails the caller. */
+        void run(Runnable task) throws Exception {
+            FutureTask<Void> future = new FutureTask<>(task, null);
+            tasks.add(future);
+            future.get(10, TimeUnit.SECONDS); // a bound for a broken test, not a pause
+        }
+
+        void free(MemoryPool pool, List<Allocation> allocations) throws Exception {
+            run(() -> allocations.forEach(pool::free));
+        }
+
+        @Override
+        public void close() {
+            thread.interrupt();
+            try {
+                thread.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
     /**
      * The path checked: memory of a cached class that a thread bound to
      * another arena released waits in the owning arena's remote-free queue,
      * and the owner's next refill of that class takes it straight from the
-     * queue, in the order it was released and still taken, instead of giving
-     * it back to its subpages or chunk and carving anew (which would hand
-     * subpage elements out in another order, the last subpage given an element
-     * back heading the list, and would make one new run for a run class).
-     * Memory of another class in the same queue goes back where it belongs.
-     * 4 KiB is a small class (two elements per one-page subpage), 64 KiB a run
-     * class.
+     * queue, still taken, in the order it was released; the owner's cache then
+     * hands it out last released first. Taking it apart and carving anew would
+     * give it out in another order: the last subpage given an element back
+     * heads the subpage list, and two neighbouring runs merge and are split
+     * again from their low end. Memory
+     * of another class in the same queue goes back to its subpage. 4 KiB is a
+     * small class (two elements per one-page subpage), 64 KiB a run class. The
+     * test holds the arena's lock throughout, so the decay thread cannot drain
+     * the queue before the refill does.
      */
     @ParameterizedTest
     @ValueSource(ints = {4096, 65536})
     void aRefillTakesRemoteFreesOfItsClassStraightFromTheQueue(int size) throws Exception {
         MemoryPool pool = newPool(2);
-        List<Allocation> mine = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
-            Allocation a = new Allocation();
-            pool.allocate(size, a);
-            mine.add(a);
-        }
+        List<Allocation> mine = allocateEight(pool, size);
         Allocation oneK = new Allocation();
         pool.allocate(1024, oneK);
         Arena arena = oneK.owner.arena;
         Subpage oneKSubpage = oneK.chunk.subpageAt(Chunk.runStart(oneK.handle));
         int oneKFree = oneKSubpage.freeElements();
-        List<Allocation> released = List.of(mine.get(7), mine.get(0), mine.get(5), mine.get(2)); // not in allocation order
-        long[] releasedHandles = released.stream().mapToLong(a -> a.handle).toArray();
-        ConcurrentTasks.runConcurrently(List.of(() -> {
-            assertNotSame(arena, ownCache(pool).arena, "the releasing thread is bound to the other arena");
-            released.forEach(pool::free);
-            pool.free(oneK);
-        }));
+        // 1 and 2 are neighbours: runs given back to the chunk would merge, and the merged run would be split again in order
+        List<Allocation> released = List.of(mine.get(1), mine.get(2), mine.get(5), mine.get(7), oneK);
+        List<Long> expected = new ArrayList<>();
+        for (int i = 3; i >= 0; i--) {
+            expected.add(released.get(i).address());
+        }
+        List<Long> reallocated = new ArrayList<>();
+        try (OtherArenaThread other = new OtherArenaThread(pool, arena)) {
+            synchronized (arena) {
+                other.free(pool, released);
+                for (int i = 0; i < 4; i++) {
+                    Allocation a = new Allocation();
+                    pool.allocate(size, a);
+                    reallocated.add(a.address());
+                    mine.set(mine.indexOf(released.get(i)), a);
+                }
+            }
+        }
+        assertEquals(expected, reallocated, "the released memory, last released first");
+        assertEquals(oneKFree + 1, oneKSubpage.freeElements(), "the 1 KiB element went back to its subpage");
+        mine.forEach(pool::free);
+        assertEquals(0, pool.stats().requestedBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
 
+    /**
+     * A refill takes no more than its batch from the queue: the entries of its
+     * class beyond the batch go back to their subpages like any other. An
+     * entry that is already in the batch (memory freed twice) fails the refill,
+     * and what the batch had taken goes back, so nothing stays taken for good.
+     */
+    @Test
+    void aRefillTakesAtMostItsBatchAndRefusesMemoryFreedTwice() throws Exception {
+        MemoryPool pool = newPool(2);
+        List<Allocation> mine = allocateEight(pool, 4096);
+        Arena arena = mine.get(0).owner.arena;
+        int sizeIndex = SizeClasses.indexOf(4096);
         Chunk[] chunks = new Chunk[16];
         long[] handles = new long[16];
-        int taken = arena.allocateBatch(SizeClasses.indexOf(size), chunks, handles, 16);
-        assertEquals(4, taken, "the four released allocations, and nothing carved after them");
-        for (int i = 0; i < 4; i++) {
-            assertEquals(releasedHandles[i], handles[i], "allocation " + i + " of the refill is the " + i + "th released");
-        }
-        assertEquals(oneKFree + 1, oneKSubpage.freeElements(), "the 1 KiB element went back to its subpage");
+        try (OtherArenaThread other = new OtherArenaThread(pool, arena)) {
+            synchronized (arena) {
+                List<Allocation> released = List.of(mine.get(0), mine.get(2), mine.get(4), mine.get(6)); // one of each subpage
+                List<Subpage> subpages = released.stream().map(a -> a.chunk.subpageAt(Chunk.runStart(a.handle))).toList();
+                long first = released.get(0).handle;
+                long second = released.get(1).handle;
+                other.free(pool, released);
+                assertEquals(2, arena.allocateBatch(sizeIndex, chunks, handles, 2));
+                assertEquals(first, handles[0]);
+                assertEquals(second, handles[1]);
+                assertEquals(List.of(0, 0, 1, 1), subpages.stream().map(Subpage::freeElements).toList(),
+                        "the two beyond the batch went back to their subpages");
+                arena.freeBatch(chunks, handles, 0, 2);
 
-        arena.freeBatch(chunks, handles, 0, taken);
+                Allocation twice = mine.get(1);
+                Subpage subpage = twice.chunk.subpageAt(Chunk.runStart(twice.handle));
+                long entry = RemoteFreeQueue.encode(twice.chunk.id, twice.handle);
+                other.free(pool, List.of(twice));
+                assertTrue(arena.remoteFrees.offer(entry), "the same memory handed back a second time");
+                IllegalStateException e = assertThrows(IllegalStateException.class,
+                        () -> arena.allocateBatch(sizeIndex, chunks, handles, 16));
+                assertTrue(e.getMessage().contains("freed twice"), e.getMessage());
+                assertEquals(2, subpage.freeElements(), "the element the batch had taken went back");
+            }
+        }
         mine.stream().filter(Allocation::isLive).forEach(pool::free);
-        assertEquals(0, pool.stats().requestedBytes());
         pool.trim();
         assertEquals(0, pool.committedBytes());
     }
