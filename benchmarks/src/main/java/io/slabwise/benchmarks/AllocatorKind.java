@@ -14,15 +14,18 @@ import io.slabwise.netty.SlabwiseAllocator;
  *       caches work on every thread.</li>
  *   <li>{@code pooled}: Netty's {@link PooledByteBufAllocator} preferring direct
  *       buffers, with {@code useCacheForAllThreads=true}: by default Netty gives
- *       thread caches only to its own {@code FastThreadLocalThread}s, and JMH's
- *       threads are not those, so without the flag it would run uncached, which
- *       no Netty server does.</li>
+ *       thread caches only to its own {@code FastThreadLocalThread}s, so on a
+ *       plain thread it would run uncached, which no Netty server does.</li>
  *   <li>{@code adaptive}: Netty's {@link AdaptiveByteBufAllocator} (the Netty 4.2
- *       default), preferring direct buffers.</li>
+ *       default), preferring direct buffers. It gives a thread magazines of its
+ *       own only on a {@code FastThreadLocalThread}.</li>
  *   <li>{@code unpooled}: Netty's {@link UnpooledByteBufAllocator}, for scale.</li>
  * </ul>
  *
- * A fresh allocator is made for every trial.
+ * A fresh allocator is made for every trial. The JMH benchmarks run their
+ * threads as {@code FastThreadLocalThread}s (see {@link FastThreadLocalExecutor}),
+ * as a server's event loops are, so both Netty allocators take their fastest
+ * path.
  */
 public enum AllocatorKind {
     /** Slabwise with its defaults. */
