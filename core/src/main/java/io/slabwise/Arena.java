@@ -34,8 +34,14 @@ final class Arena {
     private final int pageShift;
     private final int maxIdleChunks;
 
-    /** Chunks by id; ids of released chunks are reused. */
-    private Chunk[] chunksById = new Chunk[16];
+    /**
+     * Chunks by id; ids of released chunks are reused. Written under the lock;
+     * a thread cache reads it without the lock ({@link #chunk}), which is safe
+     * because a chunk with memory in a cache is not empty, so its slot is never
+     * cleared, and a table that grew is published whole through this volatile
+     * field.
+     */
+    private volatile Chunk[] chunksById = new Chunk[16];
     private final List<Chunk> chunks = new ArrayList<>();
     private int idleChunks;
     private final Subpage[] subpageHeads;
@@ -46,7 +52,7 @@ final class Arena {
     private int refillClass = -1;
     /** The pages of the refilled class when it is a run class, else -1. */
     private int refillRunPages = -1;
-    private Chunk[] refillChunks;
+    private int[] refillChunkIds;
     private long[] refillHandles;
     private int refillMax;
     private int refillCount;
@@ -113,11 +119,11 @@ final class Arena {
      *
      * @return how many allocations were taken, at least 1
      */
-    synchronized int allocateBatch(int sizeIndex, Chunk[] chunksOut, long[] handlesOut, int max) {
+    synchronized int allocateBatch(int sizeIndex, int[] chunkIdsOut, long[] handlesOut, int max) {
         boolean small = sizes.isSmall(sizeIndex);
         refillClass = sizeIndex;
         refillRunPages = small ? -1 : sizes.size(sizeIndex) >>> pageShift;
-        refillChunks = chunksOut;
+        refillChunkIds = chunkIdsOut;
         refillHandles = handlesOut;
         refillMax = max;
         refillCount = 0;
@@ -126,20 +132,19 @@ final class Arena {
         } catch (RuntimeException e) {
             // a broken entry (a double free): what the batch already took goes back, so nothing stays taken for good
             for (int i = 0; i < refillCount; i++) {
-                freeLocked(chunksOut[i], handlesOut[i]);
-                chunksOut[i] = null;
+                freeLocked(chunksById[chunkIdsOut[i]], handlesOut[i]);
             }
             throw e;
         } finally {
             refillClass = -1;
             refillRunPages = -1;
-            refillChunks = null;
+            refillChunkIds = null;
             refillHandles = null;
         }
         int n = refillCount;
         if (!small) {
             if (n == 0) {
-                chunksOut[0] = allocateRun(sizeIndex);
+                chunkIdsOut[0] = allocateRun(sizeIndex).id;
                 handlesOut[0] = carvedRunHandle;
                 n = 1;
             }
@@ -151,7 +156,7 @@ final class Arena {
                 break;
             }
             handlesOut[n] = takeElement(subpage);
-            chunksOut[n] = subpage.chunk;
+            chunkIdsOut[n] = subpage.chunk.id;
             n++;
         }
         return n;
@@ -197,13 +202,17 @@ final class Arena {
         }
     }
 
-    /** Frees a batch gathered by a thread cache: {@code chunks[i]}, {@code handles[i]} for i in [from, to). */
-    synchronized void freeBatch(Chunk[] batchChunks, long[] handles, int from, int to) {
+    /** Frees a batch gathered by a thread cache: the chunk of id {@code chunkIds[i]}, {@code handles[i]} for i in [from, to). */
+    synchronized void freeBatch(int[] chunkIds, long[] handles, int from, int to) {
         remoteFrees.drain(this);
         for (int i = from; i < to; i++) {
-            freeLocked(batchChunks[i], handles[i]);
-            batchChunks[i] = null;
+            freeLocked(chunksById[chunkIds[i]], handles[i]);
         }
+    }
+
+    /** The chunk of id {@code id}, which holds memory that the caller owns; any thread. */
+    Chunk chunk(int id) {
+        return chunksById[id];
     }
 
     /**
@@ -239,12 +248,12 @@ final class Arena {
      */
     private void addToRefill(Chunk chunk, long handle) {
         for (int i = 0; i < refillCount; i++) {
-            if (refillHandles[i] == handle && refillChunks[i] == chunk) {
+            if (refillHandles[i] == handle && refillChunkIds[i] == chunk.id) {
                 throw new IllegalStateException("memory at handle " + Long.toHexString(handle) + " of chunk " + chunk.id
                         + " was freed twice");
             }
         }
-        refillChunks[refillCount] = chunk;
+        refillChunkIds[refillCount] = chunk.id;
         refillHandles[refillCount++] = handle;
     }
 

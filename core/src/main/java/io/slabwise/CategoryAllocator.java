@@ -18,7 +18,7 @@ final class CategoryAllocator implements Allocator {
 
     @Override
     public boolean allocate(int requested, Allocation out) {
-        return pool.allocate(category, requested, out);
+        return pool.allocateInOwnCategory(category, requested, out); // made by the pool for one of its categories
     }
 
     @Override

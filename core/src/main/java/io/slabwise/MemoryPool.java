@@ -252,8 +252,13 @@ public final class MemoryPool {
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or after a {@link LimitPolicy#WAIT} timed out
      */
     public boolean allocate(Category category, int requested, Allocation out) {
-        checkRequest(requested);
         checkCategory(category);
+        return allocateInOwnCategory(category, requested, out);
+    }
+
+    /** {@link #allocate(Category, int, Allocation)} for a category known to be this pool's. */
+    boolean allocateInOwnCategory(Category category, int requested, Allocation out) {
+        checkRequest(requested);
         checkNotLive(out);
         int refusal = mustQueue(category) ? Attempt.QUEUED : tryAllocate(category, requested, out);
         return refusal == Attempt.DONE || atLimit(generalAttempt, category, requested, out, refusal);
@@ -309,16 +314,18 @@ public final class MemoryPool {
 
     /** One try at the general pool: {@link Attempt#DONE}, or why it was refused. */
     int tryAllocate(Category category, int requested, Allocation out) {
-        int reserved = requested > sizes.chunkSize() ? roundToPage(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
+        boolean huge = requested > sizes.chunkSize();
+        int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
+        int reserved = huge ? roundToPage(requested) : sizes.size(sizeIndex);
         if (!category.admit(reserved)) {
             return Attempt.QUOTA;
         }
         try {
             ThreadCache cache = threadCache();
-            if (requested > sizes.chunkSize()) {
+            if (huge) {
                 allocateHuge(cache, category, requested, out);
             } else {
-                cache.allocate(category, requested, out);
+                cache.allocate(category, requested, sizeIndex, out);
             }
             return Attempt.DONE;
         } catch (CeilingReached e) {
@@ -529,7 +536,9 @@ public final class MemoryPool {
         int reserved = allocation.reserved;
         ThreadCache owner = allocation.owner;
         Releaser releaser = allocation.releaser;
-        owner.countRelease(category, allocation.requested, reserved, releaser != null, owner.isOwnerThread());
+        boolean onOwnerThread = owner.isOwnerThread();
+        boolean waiters = limit.hasWaiters();
+        owner.countRelease(category, allocation.requested, reserved, releaser != null, onOwnerThread);
         if (releaser != null) {
             releaser.release(allocation);
             allocation.clear();
@@ -539,13 +548,14 @@ public final class MemoryPool {
             allocation.clear();
             if (chunk.huge) {
                 freeHuge(chunk);
-            } else if (limit.hasWaiters()) {
+            } else if (waiters) {
                 chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
             } else {
-                threadCache().free(chunk, handle, sizeIndex);
+                // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
+                (onOwnerThread ? owner : threadCache()).free(chunk, handle, sizeIndex);
             }
         }
-        if (category.release(reserved) || limit.hasWaiters()) {
+        if (category.release(reserved) || waiters) {
             limit.released();
         }
     }

@@ -90,7 +90,12 @@ final class ThreadCache {
     final WeakReference<Thread> owner;
     private final SizeClasses sizes;
     private final int cachedClasses;
-    private final Chunk[][] chunks;
+    /**
+     * The chunk of each cached entry, by its id in the arena: ints rather than
+     * references, so that pushing an entry is a plain store, not a store of a
+     * reference into a long-lived array (which costs a GC write barrier).
+     */
+    private final int[][] chunkIds;
     private final long[][] handles;
     private final int[] counts;
     private final int[] lowWater;
@@ -118,23 +123,22 @@ final class ThreadCache {
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
         this.largestCachedLargeClass = cachedClasses == 0 ? -1
                 : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
-        chunks = new Chunk[cachedClasses][];
+        chunkIds = new int[cachedClasses][];
         handles = new long[cachedClasses][];
         counts = new int[cachedClasses];
         lowWater = new int[cachedClasses];
         for (int i = 0; i < cachedClasses; i++) {
             int capacity = Math.max(1, Math.min(maxEntriesPerClass, maxCachedBytesPerClass / sizes.size(i)));
-            chunks[i] = new Chunk[capacity];
+            chunkIds[i] = new int[capacity];
             handles[i] = new long[capacity];
         }
     }
 
-    /** Allocates {@code requested} bytes (at most a chunk) into {@code out}. */
-    void allocate(Category category, int requested, Allocation out) {
+    /** Allocates {@code requested} bytes (at most a chunk) of size class {@code sizeIndex} into {@code out}. */
+    void allocate(Category category, int requested, int sizeIndex, Allocation out) {
         if (flushRequested) {
             flush();
         }
-        int sizeIndex = SizeClasses.indexOf(Math.max(1, requested));
         int n = sizeIndex < cachedClasses ? counts[sizeIndex] : 0;
         if (sizeIndex == largeSizeIndex) {
             out.chunk = largeChunk;
@@ -148,19 +152,16 @@ final class ThreadCache {
             if (n < lowWater[sizeIndex]) {
                 lowWater[sizeIndex] = n;
             }
-            Chunk[] stack = chunks[sizeIndex];
-            out.chunk = stack[n];
-            stack[n] = null;
+            out.chunk = arena.chunk(chunkIds[sizeIndex][n]);
             out.handle = handles[sizeIndex][n];
         } else if (sizeIndex < cachedClasses) {
             // refill the stack with a batch under one lock, then take from it
-            Chunk[] stack = chunks[sizeIndex];
+            int[] stackIds = chunkIds[sizeIndex];
             long[] stackHandles = handles[sizeIndex];
-            int batch = pool.hasLimitWaiters() ? 1 : Math.min(REFILL_BATCH, stack.length);
-            n = arena.allocateBatch(sizeIndex, stack, stackHandles, batch) - 1;
+            int batch = pool.hasLimitWaiters() ? 1 : Math.min(REFILL_BATCH, stackIds.length);
+            n = arena.allocateBatch(sizeIndex, stackIds, stackHandles, batch) - 1;
             counts[sizeIndex] = n;
-            out.chunk = stack[n];
-            stack[n] = null;
+            out.chunk = arena.chunk(stackIds[n]);
             out.handle = stackHandles[n];
             afterArenaAllocation();
         } else {
@@ -197,7 +198,7 @@ final class ThreadCache {
             chunk.arena.freeFromOtherArena(chunk, handle);
         } else if (sizeIndex >= 0 && sizeIndex < cachedClasses && counts[sizeIndex] < handles[sizeIndex].length) {
             int n = counts[sizeIndex];
-            chunks[sizeIndex][n] = chunk;
+            chunkIds[sizeIndex][n] = chunk.id;
             handles[sizeIndex][n] = handle;
             counts[sizeIndex] = n + 1;
         } else if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
@@ -361,7 +362,7 @@ final class ThreadCache {
         for (int i = 0; i < cachedClasses; i++) {
             int n = counts[i];
             if (n > 0) {
-                arena.freeBatch(chunks[i], handles[i], 0, n);
+                arena.freeBatch(chunkIds[i], handles[i], 0, n);
                 counts[i] = 0;
                 lowWater[i] = 0;
             }
@@ -378,10 +379,9 @@ final class ThreadCache {
             int unused = lowWater[i];
             int n = counts[i];
             if (unused > 0) {
-                arena.freeBatch(chunks[i], handles[i], 0, unused);
-                System.arraycopy(chunks[i], unused, chunks[i], 0, n - unused);
+                arena.freeBatch(chunkIds[i], handles[i], 0, unused);
+                System.arraycopy(chunkIds[i], unused, chunkIds[i], 0, n - unused);
                 System.arraycopy(handles[i], unused, handles[i], 0, n - unused);
-                java.util.Arrays.fill(chunks[i], n - unused, n, null);
                 n -= unused;
                 counts[i] = n;
             }

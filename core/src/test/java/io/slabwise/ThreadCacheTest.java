@@ -289,7 +289,7 @@ class ThreadCacheTest {
         List<Allocation> mine = allocateEight(pool, 4096);
         Arena arena = mine.get(0).owner.arena;
         int sizeIndex = SizeClasses.indexOf(4096);
-        Chunk[] chunks = new Chunk[16];
+        int[] chunks = new int[16];
         long[] handles = new long[16];
         try (OtherArenaThread other = new OtherArenaThread(pool, arena)) {
             synchronized (arena) {
