@@ -122,10 +122,14 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         this.source = source;
         attach(allocation);
         maxCapacity(maxCapacity);
-        resetRefCnt();
-        setIndex(0, 0);
-        markReaderIndex();
-        markWriterIndex();
+        if (recyclerHandle != null) {
+            // a recycled object: a new object already has a reference count of 1 and every index at 0,
+            // and resetting its count again would cost a second volatile store on every allocation
+            resetRefCnt();
+            setIndex(0, 0);
+            markReaderIndex();
+            markWriterIndex();
+        }
     }
 
     private void attach(Allocation a) {
