@@ -106,7 +106,7 @@ final class Arena {
 
     /**
      * Takes up to {@code max} allocations of a cached size class into
-     * {@code chunksOut}/{@code handlesOut} from index 0, for a thread cache
+     * {@code chunkIdsOut}/{@code handlesOut} from index 0, for a thread cache
      * refill: one lock for many allocations. Memory of the class that other
      * threads handed back through the remote-free queue goes straight into the
      * batch, still marked taken (a subpage element stays set in its bitmap, a
