@@ -537,7 +537,6 @@ public final class MemoryPool {
         ThreadCache owner = allocation.owner;
         Releaser releaser = allocation.releaser;
         boolean onOwnerThread = owner.isOwnerThread();
-        boolean waiters = limit.hasWaiters();
         owner.countRelease(category, allocation.requested, reserved, releaser != null, onOwnerThread);
         if (releaser != null) {
             releaser.release(allocation);
@@ -548,14 +547,16 @@ public final class MemoryPool {
             allocation.clear();
             if (chunk.huge) {
                 freeHuge(chunk);
-            } else if (waiters) {
+            } else if (limit.hasWaiters()) {
                 chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
             } else {
                 // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
                 (onOwnerThread ? owner : threadCache()).free(chunk, handle, sizeIndex);
             }
         }
-        if (category.release(reserved) || waiters) {
+        // read again now that the memory is back: a caller that began to wait after the read above
+        // may already have failed its try, and must be woken by this release
+        if (category.release(reserved) || limit.hasWaiters()) {
             limit.released();
         }
     }
