@@ -84,26 +84,27 @@ public class SequentialFifoBenchmark {
     /** Allocates a new buffer and releases the oldest. */
     @Benchmark
     public int appendAndEvict() {
-        int slot = next & (RING - 1);
-        ring[slot].release();
-        ByteBuf buf = allocate(sizes[next & (SIZES - 1)]);
+        ByteBuf buf = replaceOldest();
         buf.setByte(0, 1);
-        ring[slot] = buf;
-        next++;
         return buf.capacity();
     }
 
     /** Allocates a new buffer, copies a whole record into it, and releases the oldest. */
     @Benchmark
     public int appendWriteAndEvict() {
+        ByteBuf buf = replaceOldest();
+        buf.writeBytes(record, 0, buf.capacity());
+        return buf.writerIndex();
+    }
+
+    /** Releases the oldest buffer of the ring and puts a new one of the next size in its slot. */
+    private ByteBuf replaceOldest() {
         int slot = next & (RING - 1);
         ring[slot].release();
-        int size = sizes[next & (SIZES - 1)];
-        ByteBuf buf = allocate(size);
-        buf.writeBytes(record, 0, size);
+        ByteBuf buf = allocate(sizes[next & (SIZES - 1)]);
         ring[slot] = buf;
         next++;
-        return buf.writerIndex();
+        return buf;
     }
 
     /** Releases the ring. */

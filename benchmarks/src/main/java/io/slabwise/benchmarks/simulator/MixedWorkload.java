@@ -23,7 +23,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * The operations counted (and the samples' x axis) are the two caches'
  * allocations and releases, whose sequence is fixed by the seed; requested
- * bytes are what all four threads hold. A cache that is done first keeps its
+ * bytes are what all its threads hold. A cache that is done first keeps its
  * contents until the other is done too, so every sample sees all four at
  * work. The phase and network threads stop when both caches are done.
  */
