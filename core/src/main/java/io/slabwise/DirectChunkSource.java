@@ -4,51 +4,37 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.reflect.Field;
-import java.nio.Buffer;
 import java.nio.ByteBuffer;
 
 /**
- * The default {@link ChunkSource}: each region is a direct {@link ByteBuffer}.
+ * A {@link ChunkSource} whose regions are direct {@link ByteBuffer}s: the
+ * source on Java 17, and on Java 22+ where mapping is turned off or not
+ * supported.
  *
  * <p>Memory comes from the JVM's direct-memory allocator (counted against
- * {@code -XX:MaxDirectMemorySize}) and is freed at once on {@link #release}
- * through the buffer's cleaner, not when the garbage collector gets to it. The
- * address of a buffer and its cleaner are reached through
- * {@code sun.misc.Unsafe}, looked up reflectively so that the code compiles
- * without proprietary-API warnings; without it the source still works, but
- * frees memory only when the buffer is collected and reports address 0.
+ * {@code -XX:MaxDirectMemorySize} and shown by the JVM's {@code direct}
+ * buffer-pool MXBean) and is freed at once on {@link #release} through the
+ * buffer's cleaner, not when the garbage collector gets to it. The cleaner is
+ * run through {@code sun.misc.Unsafe.invokeCleaner}, looked up reflectively;
+ * without it the source still works, but frees memory only when the buffer is
+ * collected. The address comes from {@link BufferAddress}.
  */
 final class DirectChunkSource implements ChunkSource {
 
     static final DirectChunkSource INSTANCE = new DirectChunkSource();
 
-    private static final MethodHandle ADDRESS;
-    private static final MethodHandle INVOKE_CLEANER;
+    private static final MethodHandle INVOKE_CLEANER = lookUpCleaner();
 
-    static {
-        MethodHandle address = null;
-        MethodHandle cleaner = null;
+    private static MethodHandle lookUpCleaner() {
         try {
             Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
             Field theUnsafe = unsafeClass.getDeclaredField("theUnsafe");
             theUnsafe.setAccessible(true);
-            Object unsafe = theUnsafe.get(null);
-            MethodHandles.Lookup lookup = MethodHandles.publicLookup();
-            MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset",
-                    MethodType.methodType(long.class, Field.class)).bindTo(unsafe);
-            long addressOffset = (long) fieldOffset.invoke(Buffer.class.getDeclaredField("address"));
-            MethodHandle getLong = lookup.findVirtual(unsafeClass, "getLong",
-                    MethodType.methodType(long.class, Object.class, long.class)).bindTo(unsafe);
-            address = MethodHandles.insertArguments(getLong, 1, addressOffset)
-                    .asType(MethodType.methodType(long.class, ByteBuffer.class));
-            cleaner = lookup.findVirtual(unsafeClass, "invokeCleaner",
-                    MethodType.methodType(void.class, ByteBuffer.class)).bindTo(unsafe);
+            return MethodHandles.publicLookup().findVirtual(unsafeClass, "invokeCleaner",
+                    MethodType.methodType(void.class, ByteBuffer.class)).bindTo(theUnsafe.get(null));
         } catch (Throwable t) {
-            address = null;
-            cleaner = null;
+            return null;
         }
-        ADDRESS = address;
-        INVOKE_CLEANER = cleaner;
     }
 
     private DirectChunkSource() {
@@ -88,7 +74,7 @@ final class DirectChunkSource implements ChunkSource {
     @Override
     public NativeRegion allocate(int size) {
         ByteBuffer buffer = ByteBuffer.allocateDirect(size);
-        return new NativeRegion(buffer, addressOf(buffer), size);
+        return new NativeRegion(buffer, BufferAddress.of(buffer), size);
     }
 
     @Override
@@ -99,18 +85,6 @@ final class DirectChunkSource implements ChunkSource {
             } catch (Throwable t) {
                 throw new IllegalStateException("could not free a direct buffer", t);
             }
-        }
-    }
-
-    /** The native address of a direct buffer, or 0 when it cannot be read. */
-    static long addressOf(ByteBuffer buffer) {
-        if (ADDRESS == null) {
-            return 0;
-        }
-        try {
-            return (long) ADDRESS.invokeExact(buffer);
-        } catch (Throwable t) {
-            return 0;
         }
     }
 

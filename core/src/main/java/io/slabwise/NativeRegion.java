@@ -21,13 +21,16 @@ public final class NativeRegion {
      * Describes a region.
      *
      * @param buffer  a direct buffer spanning exactly the region, position 0, limit = capacity = {@code size}
-     * @param address the native address of the region's first byte
+     * @param address the native address of the region's first byte; not 0
      * @param size    the region's size in bytes
      */
     public NativeRegion(ByteBuffer buffer, long address, int size) {
         this.buffer = Objects.requireNonNull(buffer, "buffer");
         if (!buffer.isDirect() || buffer.capacity() != size) {
             throw new IllegalArgumentException("the buffer must be direct and exactly " + size + " bytes");
+        }
+        if (address == 0) {
+            throw new IllegalArgumentException("a region's address must not be 0");
         }
         this.address = address;
         this.size = size;

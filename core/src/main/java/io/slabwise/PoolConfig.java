@@ -23,12 +23,15 @@ import java.util.function.BooleanSupplier;
  *   <tr><td>idle blocks kept per block pool</td><td>{@code slabwise.maxIdleBlocks}</td><td>4 (one 4 MiB chunk's worth of 1 MiB blocks)</td></tr>
  *   <tr><td>idle chunk (and block) decay</td><td>{@code slabwise.idleChunkDecayMillis}</td><td>10 s</td></tr>
  *   <tr><td>idle chunks kept past the decay</td><td>{@code slabwise.minIdleChunks}</td><td>0</td></tr>
- *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none</td></tr>
+ *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none with direct buffers; the JVM's
+ *       maximum direct memory with mapped chunks (see {@link Builder#maxMemory(long)})</td></tr>
  *   <tr><td>policy at the ceiling or a quota</td><td>{@code slabwise.limitPolicy}</td><td>{@code FAIL}</td></tr>
  *   <tr><td>longest wait under {@code WAIT}</td><td>{@code slabwise.waitTimeoutMillis}</td><td>5 s</td></tr>
  * </table>
  *
- * The page size is fixed at 8 KiB.
+ * The page size is fixed at 8 KiB. System properties are held to the same
+ * checks as the builder's methods: a bad value fails {@link Builder#build()}
+ * with a message that names the setting.
  */
 public final class PoolConfig {
 
@@ -55,8 +58,8 @@ public final class PoolConfig {
     private final int minIdleChunks;
     private final BooleanSupplier waitAllowed;
 
-    private PoolConfig(Builder b) {
-        this.maxMemory = b.maxMemory;
+    private PoolConfig(Builder b, long maxMemory) {
+        this.maxMemory = maxMemory;
         this.limitPolicy = b.limitPolicy;
         this.waitTimeout = b.waitTimeout;
         this.quotas = Map.copyOf(b.quotas);
@@ -190,6 +193,8 @@ public final class PoolConfig {
     /** Builds a {@link PoolConfig}; each setter validates its argument. */
     public static final class Builder {
 
+        private static final long UNSET = Long.MIN_VALUE;
+
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
         private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
@@ -197,7 +202,8 @@ public final class PoolConfig {
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
         private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 1);
         private int maxIdleBlocks = intProperty("slabwise.maxIdleBlocks", 4);
-        private long maxMemory = longProperty("slabwise.maxMemory", Long.MAX_VALUE);
+        /** {@link #UNSET} until a system property or {@link #maxMemory(long)} sets it. */
+        private long maxMemory = longProperty("slabwise.maxMemory", UNSET);
         private LimitPolicy limitPolicy = LimitPolicy.valueOf(
                 System.getProperty("slabwise.limitPolicy", LimitPolicy.FAIL.name()).trim().toUpperCase(java.util.Locale.ROOT));
         private Duration waitTimeout = Duration.ofMillis(longProperty("slabwise.waitTimeoutMillis", 5000));
@@ -215,7 +221,7 @@ public final class PoolConfig {
         /** The chunk size: a power of two from 64 KiB to 256 MiB. */
         public Builder chunkSize(int bytes) {
             if (bytes < MIN_CHUNK_SIZE || bytes > MAX_CHUNK_SIZE || Integer.bitCount(bytes) != 1) {
-                throw new IllegalArgumentException("chunk size must be a power of two from " + MIN_CHUNK_SIZE
+                throw new IllegalArgumentException("chunkSize must be a power of two from " + MIN_CHUNK_SIZE
                         + " to " + MAX_CHUNK_SIZE + ": " + bytes);
             }
             this.chunkSize = bytes;
@@ -276,7 +282,17 @@ public final class PoolConfig {
             return this;
         }
 
-        /** The ceiling on committed bytes (chunks, huge regions, idle and cached memory); at least one chunk. */
+        /**
+         * The ceiling on committed bytes (chunks, huge regions, idle and cached
+         * memory); at least one chunk, {@link Long#MAX_VALUE} for none.
+         *
+         * <p>When it is not set, a pool whose chunks are direct buffers has no
+         * ceiling of its own (the JVM's {@code -XX:MaxDirectMemorySize} bounds
+         * them); a pool whose chunks are mapped ({@link ChunkSource#preferred()}
+         * on Java 22+), which that JVM limit does not see, takes the JVM's
+         * maximum direct memory as its ceiling, so the bound an operator set
+         * still holds.
+         */
         public Builder maxMemory(long bytes) {
             if (bytes <= 0) {
                 throw new IllegalArgumentException("maxMemory must be positive: " + bytes);
@@ -347,11 +363,34 @@ public final class PoolConfig {
             return this;
         }
 
-        /** Validates the settings together and builds the configuration. */
+        /**
+         * Validates the settings together (those read from system properties
+         * too) and builds the configuration.
+         *
+         * @throws IllegalArgumentException naming the first setting that is out of range
+         */
         public PoolConfig build() {
             chunkSize(chunkSize);
             arenas(arenas);
-            return new PoolConfig(this);
+            maxCachedSize(maxCachedSize);
+            maxCachedBytesPerClass(maxCachedBytesPerClass);
+            maxCachedEntriesPerClass(maxCachedEntriesPerClass);
+            maxIdleChunksPerArena(maxIdleChunksPerArena);
+            maxIdleBlocks(maxIdleBlocks);
+            waitTimeout(waitTimeout);
+            idleChunkDecay(idleChunkDecay);
+            minIdleChunks(minIdleChunks);
+            long ceiling = maxMemory;
+            if (ceiling == UNSET) {
+                ceiling = chunkSource == MappedChunkSource.create() ? JvmDirectMemory.max() : Long.MAX_VALUE;
+            } else {
+                maxMemory(ceiling);
+            }
+            if (ceiling < chunkSize) {
+                throw new IllegalArgumentException("maxMemory (" + ceiling + " bytes) must hold at least one chunk ("
+                        + chunkSize + " bytes)");
+            }
+            return new PoolConfig(this, ceiling);
         }
 
         private static int requireNonNegative(String name, int value) {

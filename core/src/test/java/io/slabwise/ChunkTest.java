@@ -19,7 +19,8 @@ class ChunkTest {
     /** A chunk with no arena over a plain direct buffer: the free-run index needs neither. */
     static Chunk newChunk(int pages) {
         int bytes = pages << PAGE_SHIFT;
-        NativeRegion region = new NativeRegion(ByteBuffer.allocateDirect(bytes), 0, bytes);
+        ByteBuffer memory = ByteBuffer.allocateDirect(bytes);
+        NativeRegion region = new NativeRegion(memory, BufferAddress.of(memory), bytes);
         return new Chunk(null, region, 0, PAGE_SHIFT);
     }
 

@@ -81,7 +81,7 @@ class MemoryPoolTest {
         assertTrue(memory.isDirect());
         assertTrue(a.offset() >= 0 && (long) a.offset() + reserved <= memory.capacity(),
                 "the allocation lies inside its buffer: " + a + " in " + memory.capacity());
-        long base = DirectChunkSource.addressOf(memory);
+        long base = BufferAddress.of(memory);
         if (base != 0) {
             assertEquals(base + a.offset(), a.address(), "address = buffer address + offset");
         }

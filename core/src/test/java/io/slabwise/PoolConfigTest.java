@@ -1,0 +1,116 @@
+package io.slabwise;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Settings are checked the same whether they come from a builder method or
+ * a system property, and the ceiling a user had on direct memory still holds
+ * when chunks are mapped.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class PoolConfigTest {
+
+    @ParameterizedTest(name = "-D{0}={1}")
+    @CsvSource({
+            "slabwise.maxMemory, -5",
+            "slabwise.maxMemory, 0",
+            "slabwise.maxMemory, 1000",
+            "slabwise.maxCachedSize, -1",
+            "slabwise.maxCachedBytesPerClass, -1",
+            "slabwise.maxCachedEntriesPerClass, -1",
+            "slabwise.maxIdleChunksPerArena, -1",
+            "slabwise.maxIdleBlocks, -1",
+            "slabwise.minIdleChunks, -1",
+            "slabwise.waitTimeoutMillis, -1",
+            "slabwise.idleChunkDecayMillis, -1",
+            "slabwise.chunkSize, 1000",
+            "slabwise.arenas, 0",
+    })
+    void aBadSystemPropertyFailsTheBuildNamingTheSetting(String property, String value) {
+        IllegalArgumentException e = withProperty(property, value,
+                () -> assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().build()));
+        String setting = property.substring("slabwise.".length()).replace("Millis", "");
+        assertTrue(e.getMessage().contains(setting), e.getMessage());
+    }
+
+    @Test
+    void theCeilingMustHoldAtLeastOneChunk() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PoolConfig.builder().chunkSize(1 << 20).maxMemory(1000).build());
+        assertTrue(e.getMessage().contains("at least one chunk"), e.getMessage());
+        assertEquals(1 << 20, PoolConfig.builder().chunkSize(1 << 20).maxMemory(1 << 20).build().maxMemory());
+    }
+
+    @Test
+    void directChunksHaveNoCeilingOfTheirOwnByDefault() {
+        PoolConfig config = PoolConfig.builder().chunkSource(ChunkSource.direct()).build();
+        assertEquals(Long.MAX_VALUE, config.maxMemory(), "-XX:MaxDirectMemorySize bounds direct buffers already");
+    }
+
+    /** Mapped chunks escape -XX:MaxDirectMemorySize, so the pool takes it as its own ceiling. */
+    @Test
+    void mappedChunksTakeTheJvmsDirectMemoryLimitAsTheirCeiling() {
+        ChunkSource mapped = MappedChunkSource.create();
+        if (mapped == null) {
+            assertEquals(ChunkSource.direct(), ChunkSource.preferred(), "no mapping on this JVM: direct buffers");
+            return;
+        }
+        PoolConfig config = PoolConfig.builder().chunkSource(mapped).build();
+        assertEquals(JvmDirectMemory.max(), config.maxMemory());
+        assertTrue(config.maxMemory() > 0 && config.maxMemory() < Long.MAX_VALUE);
+        assertEquals(1L << 30, PoolConfig.builder().chunkSource(mapped).maxMemory(1L << 30).build().maxMemory(),
+                "a ceiling the user set wins");
+        assertEquals(Long.MAX_VALUE, PoolConfig.builder().chunkSource(mapped).maxMemory(Long.MAX_VALUE).build().maxMemory(),
+                "and Long.MAX_VALUE turns it off");
+    }
+
+    @Test
+    void theJvmsDirectMemoryLimitIsReadFromItsFlagOrTheHeap() {
+        long max = JvmDirectMemory.max();
+        assertTrue(max > 0);
+        boolean flagGiven = java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .anyMatch(arg -> arg.startsWith("-XX:MaxDirectMemorySize="));
+        if (!flagGiven) {
+            assertEquals(Runtime.getRuntime().maxMemory(), max, "without the flag the JVM allows as much as the heap");
+        }
+    }
+
+    @Test
+    void builderMethodsRejectWhatPropertiesMayNot() {
+        assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().waitTimeout(Duration.ofMillis(-1)));
+        assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().maxMemory(-5));
+    }
+
+    @Test
+    void aRegionAtAddressZeroIsRefused() {
+        ByteBuffer memory = ByteBuffer.allocateDirect(4096);
+        assertThrows(IllegalArgumentException.class, () -> new NativeRegion(memory, 0, 4096));
+        assertEquals(BufferAddress.of(memory), new NativeRegion(memory, BufferAddress.of(memory), 4096).address());
+    }
+
+    private static <T> T withProperty(String name, String value, Supplier<T> body) {
+        String before = System.getProperty(name);
+        System.setProperty(name, value);
+        try {
+            return body.get();
+        } finally {
+            if (before == null) {
+                System.clearProperty(name);
+            } else {
+                System.setProperty(name, before);
+            }
+        }
+    }
+}
