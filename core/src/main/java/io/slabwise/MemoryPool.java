@@ -26,8 +26,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *               new chunk from the chunk source
  * </pre>
  *
- * <p>Every thread that allocates or frees is bound to one arena (the one with
- * the fewest threads) and gets a thread cache in front of it. Caches of threads
+ * <p>Every platform thread that allocates or frees is bound to one arena (the
+ * one with the fewest threads) and gets a thread cache in front of it; virtual
+ * threads share one cache per arena that keeps nothing cached. Caches of threads
  * that have died are flushed back to their arenas when the pool next grows, on
  * {@link #trim()}, and when statistics are taken.
  *
@@ -46,7 +47,9 @@ public final class MemoryPool {
     private final Arena[] arenas;
     private final ChunkSource chunkSource;
     private final ThreadLocal<ThreadCache> caches = new ThreadLocal<>();
-    /** Every live thread cache; guarded by itself. */
+    /** The caches virtual threads share, one per arena; also in the registry. */
+    private final ThreadCache[] sharedCaches;
+    /** Every live thread cache, the shared ones included; guarded by itself. */
     private final List<ThreadCache> registry = new ArrayList<>();
     /** Counters folded in from caches of dead threads, laid out as in a thread cache; guarded by the registry. */
     private final long[] retiredCounts = new long[ThreadCache.COUNTERS];
@@ -82,6 +85,11 @@ public final class MemoryPool {
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(this, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity());
+        }
+        this.sharedCaches = new ThreadCache[arenas.length];
+        for (int i = 0; i < arenas.length; i++) {
+            sharedCaches[i] = ThreadCache.shared(this, arenas[i]);
+            registry.add(sharedCaches[i]);
         }
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
@@ -593,7 +601,7 @@ public final class MemoryPool {
 
     private void countResize(Allocation allocation, int newRequested) {
         ThreadCache owner = allocation.owner;
-        owner.countResize(allocation.category, (long) newRequested - allocation.requested, owner == caches.get());
+        owner.countResize(allocation.category, (long) newRequested - allocation.requested, owner.isOwnerThread());
         allocation.requested = newRequested;
     }
 
@@ -739,8 +747,13 @@ public final class MemoryPool {
         if (snapshotting) {
             awaitSnapshot();
         }
+        Thread thread = Thread.currentThread();
+        if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
+            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id
+            return sharedCaches[(int) ((thread.getId() & Long.MAX_VALUE) % sharedCaches.length)];
+        }
         ThreadCache cache = caches.get();
-        return cache != null ? cache : newThreadCache();
+        return cache != null ? cache : newThreadCache(thread);
     }
 
     /**
@@ -758,21 +771,35 @@ public final class MemoryPool {
         }
     }
 
-    private ThreadCache newThreadCache() {
-        Arena arena = arenas[0];
-        for (Arena candidate : arenas) {
-            if (candidate.boundThreads.get() < arena.boundThreads.get()) {
-                arena = candidate;
-            }
-        }
-        arena.boundThreads.incrementAndGet();
-        ThreadCache cache = new ThreadCache(this, arena, Thread.currentThread(), config.maxCachedSize(),
-                config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
-        caches.set(cache);
+    /**
+     * Binds the calling platform thread to the arena with the fewest bound
+     * threads and gives it a cache. The choice and the count change together
+     * under the registry's lock, so threads that start at once spread over the
+     * arenas instead of all picking the same least-used one.
+     */
+    private ThreadCache newThreadCache(Thread thread) {
+        ThreadCache cache;
         synchronized (registry) {
+            Arena arena = arenas[0];
+            for (Arena candidate : arenas) {
+                if (candidate.boundThreads.get() < arena.boundThreads.get()) {
+                    arena = candidate;
+                }
+            }
+            arena.boundThreads.incrementAndGet();
+            cache = new ThreadCache(this, arena, thread, config.maxCachedSize(),
+                    config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
             registry.add(cache);
         }
+        caches.set(cache);
         return cache;
+    }
+
+    /** Caches of platform threads that are registered now (live, or dead and not yet reclaimed); for tests. */
+    int platformThreadCaches() {
+        synchronized (registry) {
+            return registry.size() - sharedCaches.length;
+        }
     }
 
     /**
@@ -801,7 +828,7 @@ public final class MemoryPool {
             }
         }
         for (ThreadCache cache : dead) {
-            cache.flush();
+            cache.retire();
             cache.arena.boundThreads.decrementAndGet();
         }
         return dead.size();

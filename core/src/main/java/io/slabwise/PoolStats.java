@@ -176,6 +176,11 @@ public final class PoolStats {
         return Math.max(0, used - (reserved - hugeCommitted) - carvedFree);
     }
 
+    /** The arenas as they stood; for tests. */
+    List<ArenaSnapshot> arenaSnapshots() {
+        return List.of(arenas);
+    }
+
     /** The number of arenas. */
     public int arenaCount() {
         return arenas.length;

@@ -3,6 +3,7 @@ package io.slabwise;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
+import java.util.Arrays;
 
 /**
  * The per-thread front of an arena: recently freed memory of each cached size
@@ -45,6 +46,20 @@ import java.lang.ref.WeakReference;
  * many entries as were never used since the previous sweep (the low-water mark
  * of the stack), oldest first.
  *
+ * <h2>What an idle cache costs</h2>
+ * A cache is cheap until it caches: the stack of a size class is made at its
+ * first use, the counters grow with the categories the thread allocates in,
+ * and the counters other threads write are made at the first release from
+ * another thread. A new cache is a few hundred bytes of heap; when its thread
+ * dies its stacks are given back and dropped ({@link #retire()}).
+ *
+ * <h2>The shared cache</h2>
+ * Virtual threads get no cache of their own: there may be millions of them,
+ * each short-lived. They share one cache per arena made with
+ * {@link #shared(MemoryPool, Arena)}, which keeps no stacks, takes every
+ * allocation from its arena, gives every release back through the arena's
+ * lock-free remote-free queue, and counts with atomic adds only.
+ *
  * <h2>Accounting</h2>
  * A cache counts the allocations its thread makes, per category: requested
  * and reserved bytes, allocations and releases, and the reserved bytes of
@@ -85,20 +100,31 @@ final class ThreadCache {
     static final int CARVED = 4;
     static final int COUNTERS = Category.MAX_CATEGORIES * FIELDS;
 
+    private static final VarHandle COUNTERS_ARRAY;
+    private static final VarHandle REMOTE_ARRAY;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            COUNTERS_ARRAY = lookup.findVarHandle(ThreadCache.class, "counters", long[].class);
+            REMOTE_ARRAY = lookup.findVarHandle(ThreadCache.class, "remote", long[].class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     final MemoryPool pool;
     final Arena arena;
-    final WeakReference<Thread> owner;
+    /** The owning thread; null for a shared cache. */
+    private final WeakReference<Thread> owner;
+    /** A cache shared by virtual threads: no stacks, atomic counters only. */
+    private final boolean shared;
     private final SizeClasses sizes;
     private final int cachedClasses;
-    /**
-     * The chunk of each cached entry, by its id in the arena: ints rather than
-     * references, so that pushing an entry is a plain store, not a store of a
-     * reference into a long-lived array (which costs a GC write barrier).
-     */
-    private final int[][] chunkIds;
-    private final long[][] handles;
-    private final int[] counts;
-    private final int[] lowWater;
+    private final int maxCachedBytesPerClass;
+    private final int maxEntriesPerClass;
+    /** The stack of each cached size class, made at the class's first use; emptied of stacks by {@link #retire()}. */
+    private final Stack[] stacks;
     private int operationsSinceSweep;
     /** Classes above the cached ones, up to this index, may take the single large slot. */
     private final int largestCachedLargeClass;
@@ -110,28 +136,73 @@ final class ThreadCache {
     private volatile boolean flushRequested;
 
     private long version;
-    /** Counters of allocations made by this thread, as changed by this thread; single writer. */
-    private final long[] counters = new long[COUNTERS];
-    /** Changes other threads made to allocations of this thread (releases, resizes); atomic adds. */
-    private final long[] remote = new long[COUNTERS];
+    /**
+     * Counters of allocations made by this thread, as changed by this thread;
+     * single writer. Long enough for the categories the thread has allocated
+     * in; the owner replaces it with a longer copy inside the version bracket.
+     */
+    private long[] counters;
+    /**
+     * Changes other threads made to allocations of this thread (releases,
+     * resizes), with atomic adds; null until the first such change. A shared
+     * cache counts everything here.
+     */
+    private long[] remote;
+
+    /**
+     * Recently freed entries of one size class: the chunk of each by its id in
+     * the arena (ints rather than references, so that pushing an entry is a
+     * plain store, not a store of a reference into a long-lived array, which
+     * costs a GC write barrier) and its handle.
+     */
+    private static final class Stack {
+        final int[] chunkIds;
+        final long[] handles;
+        int count;
+        /** The fewest entries the stack held since the last sweep: that many were not needed. */
+        int lowWater;
+
+        Stack(int capacity) {
+            chunkIds = new int[capacity];
+            handles = new long[capacity];
+        }
+    }
 
     ThreadCache(MemoryPool pool, Arena arena, Thread owner, int maxCachedSize, int maxCachedBytesPerClass, int maxEntriesPerClass) {
+        this(pool, arena, owner, false, maxCachedSize, maxCachedBytesPerClass, maxEntriesPerClass);
+    }
+
+    private ThreadCache(MemoryPool pool, Arena arena, Thread owner, boolean shared, int maxCachedSize,
+                        int maxCachedBytesPerClass, int maxEntriesPerClass) {
         this.pool = pool;
         this.arena = arena;
-        this.owner = new WeakReference<>(owner);
+        this.owner = owner == null ? null : new WeakReference<>(owner);
+        this.shared = shared;
         this.sizes = arena.sizes;
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
         this.largestCachedLargeClass = cachedClasses == 0 ? -1
                 : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
-        chunkIds = new int[cachedClasses][];
-        handles = new long[cachedClasses][];
-        counts = new int[cachedClasses];
-        lowWater = new int[cachedClasses];
-        for (int i = 0; i < cachedClasses; i++) {
-            int capacity = Math.max(1, Math.min(maxEntriesPerClass, maxCachedBytesPerClass / sizes.size(i)));
-            chunkIds[i] = new int[capacity];
-            handles[i] = new long[capacity];
+        this.maxCachedBytesPerClass = maxCachedBytesPerClass;
+        this.maxEntriesPerClass = maxEntriesPerClass;
+        this.stacks = new Stack[cachedClasses];
+        this.counters = shared ? new long[0] : new long[FIELDS];
+        this.remote = shared ? new long[COUNTERS] : null;
+    }
+
+    /** The cache that virtual threads bound to {@code arena} share: no stacks, atomic counters. */
+    static ThreadCache shared(MemoryPool pool, Arena arena) {
+        return new ThreadCache(pool, arena, null, true, 0, 0, 0);
+    }
+
+    /** The stack of cached class {@code sizeIndex}, made on first use. Owner thread only. */
+    private Stack stack(int sizeIndex) {
+        Stack stack = stacks[sizeIndex];
+        if (stack == null) {
+            int capacity = Math.max(1, Math.min(maxEntriesPerClass, maxCachedBytesPerClass / sizes.size(sizeIndex)));
+            stack = new Stack(capacity);
+            stacks[sizeIndex] = stack;
         }
+        return stack;
     }
 
     /** Allocates {@code requested} bytes (at most a chunk) of size class {@code sizeIndex} into {@code out}. */
@@ -139,7 +210,8 @@ final class ThreadCache {
         if (flushRequested) {
             flush();
         }
-        int n = sizeIndex < cachedClasses ? counts[sizeIndex] : 0;
+        Stack stack = sizeIndex < cachedClasses ? stack(sizeIndex) : null;
+        int n = stack != null ? stack.count : 0;
         if (sizeIndex == largeSizeIndex) {
             out.chunk = largeChunk;
             out.handle = largeHandle;
@@ -148,21 +220,19 @@ final class ThreadCache {
             largeUsed = true;
         } else if (n > 0) {
             n--;
-            counts[sizeIndex] = n;
-            if (n < lowWater[sizeIndex]) {
-                lowWater[sizeIndex] = n;
+            stack.count = n;
+            if (n < stack.lowWater) {
+                stack.lowWater = n;
             }
-            out.chunk = arena.chunk(chunkIds[sizeIndex][n]);
-            out.handle = handles[sizeIndex][n];
-        } else if (sizeIndex < cachedClasses) {
+            out.chunk = arena.chunk(stack.chunkIds[n]);
+            out.handle = stack.handles[n];
+        } else if (stack != null) {
             // refill the stack with a batch under one lock, then take from it
-            int[] stackIds = chunkIds[sizeIndex];
-            long[] stackHandles = handles[sizeIndex];
-            int batch = pool.hasLimitWaiters() ? 1 : Math.min(REFILL_BATCH, stackIds.length);
-            n = arena.allocateBatch(sizeIndex, stackIds, stackHandles, batch) - 1;
-            counts[sizeIndex] = n;
-            out.chunk = arena.chunk(stackIds[n]);
-            out.handle = stackHandles[n];
+            int batch = pool.hasLimitWaiters() ? 1 : Math.min(REFILL_BATCH, stack.chunkIds.length);
+            n = arena.allocateBatch(sizeIndex, stack.chunkIds, stack.handles, batch) - 1;
+            stack.count = n;
+            out.chunk = arena.chunk(stack.chunkIds[n]);
+            out.handle = stack.handles[n];
             afterArenaAllocation();
         } else {
             arena.allocate(sizeIndex, out);
@@ -194,13 +264,15 @@ final class ThreadCache {
         if (flushRequested) {
             flush();
         }
-        if (chunk.arena != arena) {
-            chunk.arena.freeFromOtherArena(chunk, handle);
-        } else if (sizeIndex >= 0 && sizeIndex < cachedClasses && counts[sizeIndex] < handles[sizeIndex].length) {
-            int n = counts[sizeIndex];
-            chunkIds[sizeIndex][n] = chunk.id;
-            handles[sizeIndex][n] = handle;
-            counts[sizeIndex] = n + 1;
+        Stack stack;
+        if (chunk.arena != arena || shared) {
+            chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
+        } else if (sizeIndex >= 0 && sizeIndex < cachedClasses
+                && (stack = stack(sizeIndex)).count < stack.handles.length) {
+            int n = stack.count;
+            stack.chunkIds[n] = chunk.id;
+            stack.handles[n] = handle;
+            stack.count = n + 1;
         } else if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
             largeChunk = chunk;
             largeHandle = handle;
@@ -219,9 +291,24 @@ final class ThreadCache {
      * Owner thread only.
      */
     void countAllocation(Category category, long requestedBytes, long reservedBytes, boolean carved, Allocation out) {
-        long[] c = counters;
         int base = category.id * FIELDS;
+        out.owner = this;
+        if (shared) {
+            long[] r = remote;
+            SLOT.getAndAdd(r, base + RESERVED, reservedBytes);
+            if (carved) {
+                SLOT.getAndAdd(r, base + CARVED, reservedBytes);
+            }
+            SLOT.getAndAdd(r, base + REQUESTED, requestedBytes);
+            SLOT.getAndAdd(r, base + ALLOCATIONS, 1L);
+            return;
+        }
         VERSION.setRelease(this, version + 1);
+        long[] c = counters;
+        if (base + FIELDS > c.length) {
+            c = Arrays.copyOf(c, Math.min(COUNTERS, Math.max(base + FIELDS, 2 * c.length)));
+            COUNTERS_ARRAY.setRelease(this, c);
+        }
         SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] + reservedBytes);
         if (carved) {
             SLOT.setRelease(c, base + CARVED, c[base + CARVED] + reservedBytes);
@@ -229,7 +316,6 @@ final class ThreadCache {
         SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedBytes);
         SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
         VERSION.setRelease(this, version + 1);
-        out.owner = this;
     }
 
     /**
@@ -252,12 +338,13 @@ final class ThreadCache {
             SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
             VERSION.setRelease(this, version + 1);
         } else {
-            SLOT.getAndAdd(remote, base + REQUESTED, -requestedBytes);
-            SLOT.getAndAdd(remote, base + RESERVED, -reservedBytes);
+            long[] r = remote();
+            SLOT.getAndAdd(r, base + REQUESTED, -requestedBytes);
+            SLOT.getAndAdd(r, base + RESERVED, -reservedBytes);
             if (carved) {
-                SLOT.getAndAdd(remote, base + CARVED, -reservedBytes);
+                SLOT.getAndAdd(r, base + CARVED, -reservedBytes);
             }
-            SLOT.getAndAdd(remote, base + RELEASES, 1L);
+            SLOT.getAndAdd(r, base + RELEASES, 1L);
         }
     }
 
@@ -270,8 +357,21 @@ final class ThreadCache {
             SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedDelta);
             VERSION.setRelease(this, version + 1);
         } else {
-            SLOT.getAndAdd(remote, base + REQUESTED, requestedDelta);
+            SLOT.getAndAdd(remote(), base + REQUESTED, requestedDelta);
         }
+    }
+
+    /** The counters other threads write, made by the first of them. Any thread. */
+    private long[] remote() {
+        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
+        if (r == null) {
+            long[] made = new long[COUNTERS];
+            r = (long[]) REMOTE_ARRAY.compareAndExchangeRelease(this, null, made);
+            if (r == null) {
+                r = made;
+            }
+        }
+        return r;
     }
 
     /**
@@ -295,8 +395,10 @@ final class ThreadCache {
                 Thread.onSpinWait();
                 continue;
             }
-            for (int i = 0; i < n; i++) {
-                own[i] = (long) SLOT.getAcquire(counters, i);
+            long[] c = (long[]) COUNTERS_ARRAY.getAcquire(this);
+            int owned = Math.min(n, c.length);
+            for (int i = 0; i < owned; i++) {
+                own[i] = (long) SLOT.getAcquire(c, i);
             }
             VarHandle.loadLoadFence();
             if ((long) VERSION.getAcquire(this) != before) {
@@ -316,14 +418,16 @@ final class ThreadCache {
     private static final int MAX_SNAPSHOT_TRIES = 64;
 
     private void readRemote(long[] into, int n) {
+        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
         for (int i = 0; i < n; i++) {
-            into[i] = (long) SLOT.getAcquire(remote, i);
+            into[i] = r == null ? 0 : (long) SLOT.getAcquire(r, i);
         }
     }
 
     private boolean remoteUnchanged(long[] seen, int n) {
+        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
         for (int i = 0; i < n; i++) {
-            if ((long) SLOT.getAcquire(remote, i) != seen[i]) {
+            if ((r == null ? 0 : (long) SLOT.getAcquire(r, i)) != seen[i]) {
                 return false;
             }
         }
@@ -350,9 +454,23 @@ final class ThreadCache {
     long cachedBytes() {
         long bytes = largeChunk == null ? 0 : sizes.size(largeSizeIndex);
         for (int i = 0; i < cachedClasses; i++) {
-            bytes += (long) counts[i] * sizes.size(i);
+            Stack stack = stacks[i];
+            if (stack != null) {
+                bytes += (long) stack.count * sizes.size(i);
+            }
         }
         return bytes;
+    }
+
+    /** How many size classes have a stack now; stacks are made at a class's first use. */
+    int stacksMade() {
+        int made = 0;
+        for (Stack stack : stacks) {
+            if (stack != null) {
+                made++;
+            }
+        }
+        return made;
     }
 
     /** Gives every cached entry back to the arena. Owner thread, or any thread once the owner is dead. */
@@ -360,13 +478,23 @@ final class ThreadCache {
         flushRequested = false;
         releaseLarge();
         for (int i = 0; i < cachedClasses; i++) {
-            int n = counts[i];
-            if (n > 0) {
-                arena.freeBatch(chunkIds[i], handles[i], 0, n);
-                counts[i] = 0;
-                lowWater[i] = 0;
+            Stack stack = stacks[i];
+            if (stack != null && stack.count > 0) {
+                arena.freeBatch(stack.chunkIds, stack.handles, 0, stack.count);
+                stack.count = 0;
+                stack.lowWater = 0;
             }
         }
+    }
+
+    /**
+     * Flushes the cache of a thread that has died and drops its stacks, so
+     * that what stays reachable (from allocations it made that are still
+     * live) is only its counters. Any thread, once the owner is dead.
+     */
+    void retire() {
+        flush();
+        Arrays.fill(stacks, null);
     }
 
     private void sweep() {
@@ -376,16 +504,20 @@ final class ThreadCache {
         }
         largeUsed = false;
         for (int i = 0; i < cachedClasses; i++) {
-            int unused = lowWater[i];
-            int n = counts[i];
-            if (unused > 0) {
-                arena.freeBatch(chunkIds[i], handles[i], 0, unused);
-                System.arraycopy(chunkIds[i], unused, chunkIds[i], 0, n - unused);
-                System.arraycopy(handles[i], unused, handles[i], 0, n - unused);
-                n -= unused;
-                counts[i] = n;
+            Stack stack = stacks[i];
+            if (stack == null) {
+                continue;
             }
-            lowWater[i] = n;
+            int unused = stack.lowWater;
+            int n = stack.count;
+            if (unused > 0) {
+                arena.freeBatch(stack.chunkIds, stack.handles, 0, unused);
+                System.arraycopy(stack.chunkIds, unused, stack.chunkIds, 0, n - unused);
+                System.arraycopy(stack.handles, unused, stack.handles, 0, n - unused);
+                n -= unused;
+                stack.count = n;
+            }
+            stack.lowWater = n;
         }
     }
 
@@ -400,10 +532,14 @@ final class ThreadCache {
 
     /** Whether the calling thread is this cache's owner; cheaper than looking up the caller's own cache. */
     boolean isOwnerThread() {
-        return owner.refersTo(Thread.currentThread());
+        return owner != null && owner.refersTo(Thread.currentThread());
     }
 
+    /** Whether the owning thread has died; never true of a shared cache. */
     boolean isOwnerDead() {
+        if (owner == null) {
+            return false;
+        }
         Thread thread = owner.get();
         return thread == null || !thread.isAlive();
     }

@@ -1,0 +1,185 @@
+package io.slabwise;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * How threads meet the pool: platform threads are bound to arenas one each
+ * before any arena gets a second, virtual threads get no cache of their own,
+ * and a cache costs nothing until its thread caches something.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ThreadBindingTest {
+
+    /**
+     * The race: threads that start at once each read the least-bound arena and
+     * then count themselves in it. Done apart, several read the same count and
+     * pile into one arena while others stay empty. A barrier releases all the
+     * threads together, many times over; every arena must end with exactly one.
+     */
+    @Test
+    void threadsStartingTogetherSpreadOverTheArenas() throws Exception {
+        int arenas = 4;
+        for (int trial = 0; trial < 50; trial++) {
+            MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(arenas).chunkSize(64 * 1024).build());
+            CyclicBarrier start = new CyclicBarrier(arenas);
+            CyclicBarrier allocated = new CyclicBarrier(arenas + 1);
+            CyclicBarrier done = new CyclicBarrier(arenas + 1);
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < arenas; t++) {
+                Thread thread = new Thread(() -> {
+                    try {
+                        start.await();
+                        Allocation a = new Allocation();
+                        pool.allocate(64, a);
+                        allocated.await(); // stay alive (and bound) until the arenas were read
+                        done.await();
+                        pool.free(a);
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                });
+                threads.add(thread);
+                thread.start();
+            }
+            allocated.await();
+            int[] bound = new int[arenas];
+            for (ArenaSnapshot arena : pool.stats().arenaSnapshots()) {
+                bound[arena.index()] = arena.threads();
+            }
+            done.await();
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            int[] one = new int[arenas];
+            Arrays.fill(one, 1);
+            assertArrayEquals(one, bound, "trial " + trial + ": threads per arena");
+        }
+    }
+
+    @Test
+    void aNewCacheMakesNoStackUntilItsThreadCaches() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        Allocation a = new Allocation();
+        pool.allocate(100_000, a); // above the cached sizes: no stack needed
+        ThreadCache cache = a.owner;
+        assertEquals(0, cache.stacksMade(), "a thread that only allocated a large buffer caches nothing");
+        pool.free(a);
+        pool.allocate(1024, a);
+        pool.free(a);
+        pool.allocate(2048, a);
+        pool.free(a);
+        assertEquals(2, cache.stacksMade(), "one stack per size class used");
+
+        Thread worker = new Thread(() -> {
+            Allocation b = new Allocation();
+            pool.allocate(1024, b);
+            pool.free(b);
+        });
+        worker.start();
+        worker.join();
+        assertEquals(2, pool.platformThreadCaches(), "this thread's cache and the dead worker's");
+        assertEquals(1, pool.reclaimDeadThreadCaches());
+        assertEquals(1, pool.platformThreadCaches(), "the dead worker's cache left the registry");
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "the dead worker's cached memory went back");
+    }
+
+    /** A dead thread's cache, kept while its buffers live, drops its stacks and keeps only its counters. */
+    @Test
+    void aDeadThreadsCacheDropsItsStacksButKeepsCountingItsLiveBuffers() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        Allocation[] left = new Allocation[1];
+        Thread worker = new Thread(() -> {
+            Allocation a = new Allocation();
+            pool.allocate(1024, a);
+            pool.free(a);
+            left[0] = new Allocation();
+            pool.allocate(512, left[0]);
+        });
+        worker.start();
+        worker.join();
+        ThreadCache dead = left[0].owner;
+        assertTrue(dead.stacksMade() > 0);
+        pool.reclaimDeadThreadCaches();
+        assertEquals(0, dead.stacksMade(), "stacks dropped");
+        assertEquals(512, pool.requestedBytes(), "the live buffer is still counted");
+        pool.free(left[0]); // released by another thread: counted in the dead cache's remote counters
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, pool.reservedBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * Virtual threads share a cache per arena: none registers a cache of its
+     * own, and the accounting stays exact while thousands of them allocate,
+     * hand buffers to one another and release them on other threads.
+     */
+    @Test
+    void virtualThreadsGetNoCacheOfTheirOwnAndAreCountedExactly() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).build());
+        int tasks = 5_000;
+        List<Allocation> handedOver = java.util.Collections.synchronizedList(new ArrayList<>());
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int i = 0; i < tasks; i++) {
+                int size = 64 + (i * 37) % 70_000; // small, page-run and above-cached sizes
+                futures.add(virtual.submit(() -> {
+                    assertTrue(VirtualThreads.isVirtual(Thread.currentThread()));
+                    Allocation a = new Allocation();
+                    pool.allocate(size, a);
+                    a.memory().put(a.offset(), (byte) 1);
+                    Allocation b = new Allocation();
+                    pool.allocate(size, b);
+                    pool.free(a);
+                    handedOver.add(b); // released later by another thread
+                }));
+            }
+            for (Future<?> future : futures) {
+                future.get();
+            }
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        assertEquals(0, pool.platformThreadCaches(), "no virtual thread registered a cache of its own");
+        assertEquals(tasks, handedOver.size());
+        assertTrue(pool.requestedBytes() > 0);
+        for (Allocation b : handedOver) {
+            pool.free(b); // on this platform thread
+        }
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, pool.reservedBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "everything a virtual thread released reached its arena");
+    }
+
+    @Test
+    void aPlatformThreadIsNotVirtual() {
+        assertFalse(VirtualThreads.isVirtual(Thread.currentThread()));
+    }
+
+    /** {@code Executors.newVirtualThreadPerTaskExecutor()}, looked up because the tests compile for Java 17. */
+    private static ExecutorService newVirtualThreadPerTaskExecutor() throws Exception {
+        Method factory = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
+        return (ExecutorService) factory.invoke(null);
+    }
+}
