@@ -123,6 +123,7 @@ public final class BlockPool implements Releaser {
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or when a wait timed out
      */
     public List<Allocation> allocate(int size) {
+        pool.checkOpen();
         if (size <= 0) {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
@@ -182,6 +183,7 @@ public final class BlockPool implements Releaser {
 
     /** Takes one whole block into {@code out}; the limit policy of the category applies. */
     public boolean allocateBlock(Allocation out) {
+        pool.checkOpen();
         MemoryPool.checkNotLive(out);
         MemoryPool.Attempt attempt = (c, size, o) -> trySlot(blocks, blocks.slotSize, 1, o);
         int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : trySlot(blocks, blocks.slotSize, 1, out);
@@ -198,6 +200,9 @@ public final class BlockPool implements Releaser {
         } catch (MemoryPool.CeilingReached e) {
             category.release(slots.slotSize);
             return MemoryPool.Attempt.CEILING;
+        } catch (RuntimeException | Error e) { // the chunk source failed: the quota is as it was
+            category.release(slots.slotSize);
+            throw e;
         }
     }
 

@@ -34,6 +34,14 @@ final class ChunkDecay {
         }
     }
 
+    /** Stops visiting {@code pool}; called when it is closed. */
+    static void unregister(MemoryPool pool) {
+        POOLS.removeIf(ref -> {
+            MemoryPool registered = ref.get();
+            return registered == null || registered == pool;
+        });
+    }
+
     private static void run() {
         while (true) {
             try {

@@ -1,9 +1,12 @@
 package io.slabwise;
 
+import java.lang.ref.Cleaner;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -36,9 +39,23 @@ import java.util.concurrent.atomic.AtomicLong;
  * sum what live allocations asked for and what the pool set aside for them, and
  * {@link #committedBytes()} is the native memory taken from the chunk source.
  *
+ * <h2>Lifecycle</h2>
+ * A pool is open from its construction until {@link #close()}. Closing
+ * refuses new allocations, stops the pool's background work, gives back at
+ * once what is idle (idle chunks and blocks, spare chunks, the caches of the
+ * closing thread and of dead threads), and from then on gives each chunk back
+ * as soon as its last buffer is released, on whatever thread releases it.
+ * Buffers still live are reported per category in the log. A pool dropped
+ * without {@code close()} is reclaimed once unreachable: no thread keeps it
+ * alive through its thread cache, and the native memory it still held goes
+ * back to the chunk source when the garbage collector finds it.
+ *
  * <p>Thread safety: all methods may be called from any thread.
  */
-public final class MemoryPool {
+public final class MemoryPool implements AutoCloseable {
+
+    /** Gives back the native memory of pools dropped without {@link #close()}. */
+    private static final Cleaner CLEANER = Cleaner.create();
 
     private static final System.Logger LOGGER = System.getLogger(MemoryPool.class.getName());
 
@@ -46,7 +63,14 @@ public final class MemoryPool {
     private final SizeClasses sizes;
     private final Arena[] arenas;
     private final ChunkSource chunkSource;
-    private final ThreadLocal<ThreadCache> caches = new ThreadLocal<>();
+    /**
+     * This pool's cache on each platform thread, held weakly so that a
+     * thread's map never keeps the pool alive (the registry holds the caches).
+     */
+    private final ThreadLocal<WeakReference<ThreadCache>> caches = new ThreadLocal<>();
+    /** Every region taken from the chunk source and not given back: what a dropped pool's cleaner frees. */
+    private final Set<NativeRegion> committedRegions = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
     /** The caches virtual threads share, one per arena; also in the registry. */
     private final ThreadCache[] sharedCaches;
     /** Every live thread cache, the shared ones included; guarded by itself. */
@@ -96,7 +120,103 @@ public final class MemoryPool {
             category(quotaCategory);
         }
         ChunkDecay.register(this);
+        CLEANER.register(this, new RegionReclaimer(committedRegions, chunkSource));
         LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);
+    }
+
+    /**
+     * Frees what a pool dropped without {@link #close()} still held; refers to
+     * the regions and the chunk source, never to the pool.
+     */
+    private static final class RegionReclaimer implements Runnable {
+        private final Set<NativeRegion> regions;
+        private final ChunkSource source;
+
+        RegionReclaimer(Set<NativeRegion> regions, ChunkSource source) {
+            this.regions = regions;
+            this.source = source;
+        }
+
+        @Override
+        public void run() {
+            for (NativeRegion region : regions) {
+                try {
+                    source.release(region);
+                } catch (RuntimeException e) {
+                    LOGGER.log(System.Logger.Level.WARNING, "could not give back a region of a dropped pool", e);
+                }
+            }
+            regions.clear();
+        }
+    }
+
+    /**
+     * Closes the pool; idempotent, any thread. New allocations fail with
+     * {@link IllegalStateException} from now on, and so do callers waiting at
+     * a limit. The decay work stops; idle chunks and blocks, the sequential
+     * allocators' spare and empty open chunks, the closing thread's cache and
+     * the caches of dead threads go back at once. Buffers still live stay
+     * valid: each release gives its memory back to the chunk source as soon
+     * as its chunk holds nothing else. Other live threads' caches go back at
+     * their next release into this pool, or when the thread dies and a release
+     * finds it dead. Live buffers are reported per category at WARNING level.
+     */
+    @Override
+    public void close() {
+        synchronized (registry) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        ChunkDecay.unregister(this);
+        limit.released(); // waiting callers wake up and find the pool closed
+        giveBackAfterClose();
+        caches.remove();
+        PoolStats stats = stats();
+        if (stats.liveAllocations() > 0) {
+            StringBuilder live = new StringBuilder();
+            for (CategoryStats category : stats.categories()) {
+                if (category.liveBuffers() > 0) {
+                    live.append(live.length() == 0 ? "" : ", ").append(category.name()).append(": ")
+                            .append(category.liveBuffers()).append(" buffers, ")
+                            .append(category.requested()).append(" bytes requested");
+                }
+            }
+            LOGGER.log(System.Logger.Level.WARNING, "pool closed with live buffers ({0}); their memory goes back"
+                    + " as they are released", live);
+        }
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** @throws IllegalStateException when the pool is closed */
+    void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("this pool is closed: no new allocations (" + config.chunkSource()
+                    + " chunks, " + committedBytes() + " bytes still committed for live buffers)");
+        }
+    }
+
+    /** Gives back everything idle now, and the caches this thread may flush: after close, at once and after each release. */
+    private void giveBackAfterClose() {
+        reclaimDeadThreadCaches();
+        ThreadCache own = ownCache();
+        if (own != null) {
+            own.flush();
+        }
+        synchronized (registry) {
+            for (ThreadCache cache : registry) {
+                cache.requestFlush();
+            }
+        }
+        releaseSpecialisedIdle();
+        for (Arena arena : arenas) {
+            arena.trim(0, 0);
+        }
     }
 
     /**
@@ -266,6 +386,7 @@ public final class MemoryPool {
 
     /** {@link #allocate(Category, int, Allocation)} for a category known to be this pool's. */
     boolean allocateInOwnCategory(Category category, int requested, Allocation out) {
+        checkOpen();
         checkRequest(requested);
         checkNotLive(out);
         int refusal = mustQueue(category) ? Attempt.QUEUED : tryAllocate(category, requested, out);
@@ -302,6 +423,7 @@ public final class MemoryPool {
      * limit whatever the category's policy, without waiting.
      */
     public boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
+        checkOpen();
         checkRequest(requested);
         checkCategory(category);
         checkNotLive(out);
@@ -339,6 +461,9 @@ public final class MemoryPool {
         } catch (CeilingReached e) {
             category.release(reserved);
             return Attempt.CEILING;
+        } catch (RuntimeException | Error e) { // the chunk source failed: the quota is as it was
+            category.release(reserved);
+            throw e;
         }
     }
 
@@ -395,6 +520,7 @@ public final class MemoryPool {
             if (!limit.awaitTurn(ticket, deadline)) {
                 throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
             }
+            checkOpen();
             limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
             while (true) {
                 long seen = limit.releaseCount();
@@ -409,6 +535,7 @@ public final class MemoryPool {
                         return true;
                     }
                 }
+                checkOpen();
                 if (!limit.awaitRelease(seen, deadline)) {
                     throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
                 }
@@ -434,10 +561,16 @@ public final class MemoryPool {
                 cache.requestFlush();
             }
         }
-        ThreadCache own = caches.get();
+        ThreadCache own = ownCache();
         if (own != null) {
             own.flush();
         }
+    }
+
+    /** The calling thread's own cache of this pool, or null when it has none. */
+    private ThreadCache ownCache() {
+        WeakReference<ThreadCache> ref = caches.get();
+        return ref == null ? null : ref.get();
     }
 
     /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
@@ -456,6 +589,7 @@ public final class MemoryPool {
     private int releaseSpecialisedIdle() {
         int released = 0;
         for (SequentialAllocator sequential : sequentialAllocators.values()) {
+            sequential.retireEmptyOpenChunks(); // open chunks with no live slice: to the spare or the arena
             sequential.releaseSpare(); // to its arena, whose trim counts it when it leaves
         }
         for (BlockPool blocks : blockPools.values()) {
@@ -555,6 +689,8 @@ public final class MemoryPool {
             allocation.clear();
             if (chunk.huge) {
                 freeHuge(chunk);
+            } else if (closed) {
+                chunk.arena.free(chunk, handle); // a closed pool caches nothing
             } else if (limit.hasWaiters()) {
                 chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
             } else {
@@ -566,6 +702,9 @@ public final class MemoryPool {
         // may already have failed its try, and must be woken by this release
         if (category.release(reserved) || limit.hasWaiters()) {
             limit.released();
+        }
+        if (closed) {
+            giveBackAfterClose();
         }
     }
 
@@ -735,10 +874,12 @@ public final class MemoryPool {
             limit.uncommit(size);
             throw new IllegalStateException("chunk source returned " + region.size() + " bytes for " + size);
         }
+        committedRegions.add(region);
         return region;
     }
 
     void decommit(NativeRegion region) {
+        committedRegions.remove(region);
         chunkSource.release(region);
         limit.uncommit(region.size());
     }
@@ -752,7 +893,8 @@ public final class MemoryPool {
             // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id
             return sharedCaches[(int) ((thread.getId() & Long.MAX_VALUE) % sharedCaches.length)];
         }
-        ThreadCache cache = caches.get();
+        WeakReference<ThreadCache> ref = caches.get();
+        ThreadCache cache = ref != null ? ref.get() : null;
         return cache != null ? cache : newThreadCache(thread);
     }
 
@@ -791,7 +933,7 @@ public final class MemoryPool {
                     config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
             registry.add(cache);
         }
-        caches.set(cache);
+        caches.set(new WeakReference<>(cache));
         return cache;
     }
 

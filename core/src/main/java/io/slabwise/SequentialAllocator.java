@@ -114,6 +114,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
 
     @Override
     public boolean allocate(int requested, Allocation out) {
+        pool.checkOpen();
         if (requested <= 0 || requested > maxRequest) {
             throw new IllegalArgumentException("sequential allocator '" + category + "': size must be from 1 to "
                     + maxRequest + " bytes: " + requested);
@@ -138,6 +139,9 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         } catch (MemoryPool.CeilingReached e) {
             category.release(reserved);
             return CEILING;
+        } catch (RuntimeException | Error e) { // the chunk source failed: the quota is as it was
+            category.release(reserved);
+            throw e;
         }
         return DONE;
     }
@@ -288,6 +292,31 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         }
         // after the retirements, which may have made a chunk the spare
         return retired + releaseSpare();
+    }
+
+    /**
+     * Retires the current and overflow chunks that hold no live slice, so
+     * that they go back to the pool (or become the spare); chunks with live
+     * slices stay open. Returns how many were retired.
+     */
+    int retireEmptyOpenChunks() {
+        int retired = 0;
+        for (Stripe stripe : stripes) {
+            synchronized (stripe) {
+                if (stripe.overflow != null && stripe.overflow.liveBytes() == 0) {
+                    retire(stripe.overflow);
+                    stripe.overflow = null;
+                    retired++;
+                }
+                if (stripe.current != null && stripe.current.liveBytes() == 0) {
+                    retire(stripe.current);
+                    stripe.current = stripe.overflow;
+                    stripe.overflow = null;
+                    retired++;
+                }
+            }
+        }
+        return retired;
     }
 
     /** Gives the spare chunk, if there is one, back to the pool; returns how many (0 or 1). */

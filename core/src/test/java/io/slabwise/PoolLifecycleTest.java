@@ -1,0 +1,271 @@
+package io.slabwise;
+
+import java.lang.ref.WeakReference;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A pool's life from builder to {@link MemoryPool#close()}: refusal after
+ * close, memory given back at once and as live buffers are released, no pool
+ * kept alive by the threads that used it, native memory of a dropped pool
+ * freed, and every counter left as it was when the chunk source fails.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class PoolLifecycleTest {
+
+    private static final int CHUNK = 1 << 20;
+
+    private static PoolConfig.Builder config() {
+        return PoolConfig.builder().chunkSize(CHUNK).arenas(2).chunkSource(ChunkSource.direct());
+    }
+
+    @Test
+    void closeRefusesNewAllocationsEverywhereAndIsIdempotent() {
+        MemoryPool pool = new MemoryPool(config().build());
+        SequentialAllocator log = pool.sequential("log_cache");
+        BlockPool blocks = pool.blocks("block_cache");
+        pool.close();
+        pool.close();
+        assertTrue(pool.isClosed());
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> pool.allocate(64, new Allocation()));
+        assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        assertThrows(IllegalStateException.class, () -> pool.tryAllocate(pool.defaultCategory(), 64, new Allocation(), true));
+        assertThrows(IllegalStateException.class, () -> log.allocate(64, new Allocation()));
+        assertThrows(IllegalStateException.class, () -> blocks.allocate(3 * CHUNK / 2));
+        assertThrows(IllegalStateException.class, () -> blocks.allocateBlock(new Allocation()));
+        assertEquals(0, pool.committedBytes());
+    }
+
+    @Test
+    void closeGivesIdleAndCachedMemoryBackAtOnce() {
+        MemoryPool pool = new MemoryPool(config().maxIdleChunksPerArena(4).build());
+        SequentialAllocator log = pool.sequential("log_cache");
+        BlockPool blocks = pool.blocks("block_cache");
+        for (int size : new int[] {16, 1024, 8192, 40_000, 600_000, 3 * CHUNK}) {
+            Allocation a = new Allocation();
+            pool.allocate(size, a);
+            pool.free(a); // into this thread's cache, its large slot, an idle chunk or straight back
+        }
+        Allocation slice = new Allocation();
+        log.allocate(1000, slice);
+        pool.free(slice); // the open chunk stays open
+        blocks.allocate(2 * CHUNK + 5000).forEach(pool::free); // idle blocks
+        assertTrue(pool.committedBytes() > 0);
+        pool.close();
+        assertEquals(0, pool.committedBytes(), "nothing live: everything went back at close");
+    }
+
+    /** Buffers live at close stay usable; each release gives memory back, on any thread. */
+    @Test
+    void liveBuffersOutliveCloseAndTheirMemoryGoesBackAsTheyAreReleased() throws Exception {
+        MemoryPool pool = new MemoryPool(config().build());
+        SequentialAllocator log = pool.sequential("log_cache");
+        BlockPool blocks = pool.blocks("block_cache");
+        List<Allocation> live = new ArrayList<>();
+        for (int size : new int[] {64, 1024, 20_000, 200_000, 2 * CHUNK}) {
+            Allocation a = new Allocation();
+            pool.allocate(size, a);
+            live.add(a);
+        }
+        Allocation slice = new Allocation();
+        log.allocate(5000, slice);
+        live.add(slice);
+        live.addAll(blocks.allocate(CHUNK + 3000));
+        pool.close();
+        assertEquals(live.size(), pool.stats().liveAllocations(), "still counted after close");
+        for (Allocation a : live) {
+            a.memory().put(a.offset(), (byte) 7); // still valid
+        }
+        Allocation first = live.remove(0);
+        pool.free(first); // on the allocating thread
+        Thread other = new Thread(() -> live.forEach(pool::free)); // and the rest on another
+        other.start();
+        other.join();
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, pool.committedBytes(), "the last release gave the last chunk back");
+    }
+
+    /** A caller waiting at the ceiling when the pool closes fails at once instead of waiting out its timeout. */
+    @Test
+    void closeWakesCallersWaitingAtTheCeiling() throws Exception {
+        MemoryPool pool = new MemoryPool(config().maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofSeconds(50)).build());
+        Allocation hog = new Allocation();
+        pool.allocate(CHUNK, hog);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                pool.allocate(CHUNK, new Allocation());
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+        waiter.start();
+        while (pool.waitingAllocations() == 0) { // until the waiter is queued: this is what the test is about
+            Thread.onSpinWait();
+        }
+        long start = System.nanoTime();
+        pool.close();
+        waiter.join();
+        assertInstanceOf(IllegalStateException.class, failure.get());
+        assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(25), "woken by close, not by its timeout");
+        pool.free(hog);
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * Pools built, used and closed one after another on the same thread: none
+     * is kept reachable (the thread's cache of it is held weakly), and no
+     * native memory or thread is left behind.
+     */
+    @Test
+    void aThousandPoolsLeaveNothingBehind() {
+        int threadsBefore = Thread.activeCount();
+        List<WeakReference<MemoryPool>> pools = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) {
+            MemoryPool pool = new MemoryPool(config().chunkSize(64 * 1024).build());
+            Allocation a = new Allocation();
+            pool.allocate(1024, a);
+            pool.free(a);
+            pool.allocate(100_000, a);
+            pool.close();
+            pool.free(a);
+            assertEquals(0, pool.committedBytes());
+            pools.add(new WeakReference<>(pool));
+        }
+        assertTrue(awaitCollected(pools), "every closed pool was collected");
+        assertTrue(Thread.activeCount() <= threadsBefore + 1, "no thread per pool");
+    }
+
+    /** A pool nobody closed is collected, and the cleaner gives its native memory back to the chunk source. */
+    @Test
+    void aDroppedPoolGivesItsNativeMemoryBack() throws Exception {
+        CountingSource source = new CountingSource();
+        List<WeakReference<MemoryPool>> dropped = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            MemoryPool pool = new MemoryPool(config().chunkSource(source).maxIdleChunksPerArena(1).build());
+            Allocation a = new Allocation();
+            pool.allocate(1024, a); // cached in this thread's cache: its chunk stays committed
+            pool.free(a);
+            dropped.add(new WeakReference<>(pool));
+        }
+        assertEquals(3, source.live.get());
+        assertTrue(awaitCollected(dropped));
+        for (int i = 0; i < 100 && source.live.get() > 0; i++) {
+            System.gc();
+            source.released.await(100, TimeUnit.MILLISECONDS); // the cleaner thread runs after the collection
+        }
+        assertEquals(0, source.live.get(), "the cleaner gave every region back");
+    }
+
+    @Test
+    void trimAfterEverythingIsReleasedBringsCommittedToZero() {
+        MemoryPool pool = new MemoryPool(config().build());
+        SequentialAllocator log = pool.sequential("log_cache", 4, CHUNK);
+        List<Allocation> slices = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            Allocation a = new Allocation();
+            log.allocate(500 + i * 97, a);
+            slices.add(a);
+        }
+        slices.forEach(pool::free);
+        assertTrue(pool.committedBytes() > 0, "the open chunk is still committed");
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+        Allocation again = new Allocation();
+        log.allocate(100, again); // still usable after trim
+        pool.free(again);
+    }
+
+    /**
+     * The chunk source fails (an OutOfMemoryError from the JVM's direct-memory
+     * limit, a failed mmap): the request fails with that error and every
+     * counter, the category's quota and the ceiling are exactly as before, in
+     * the general pool, the sequential allocator and the block pool.
+     */
+    @Test
+    void aFailingChunkSourceLeavesEveryCounterAndQuotaAsItWas() {
+        CountingSource source = new CountingSource();
+        MemoryPool pool = new MemoryPool(config().chunkSource(source).maxMemory(64L * CHUNK)
+                .quota("small", 8L * CHUNK).quota("log_cache", 8L * CHUNK).quota("block_cache", 8L * CHUNK).build());
+        SequentialAllocator log = pool.sequential("log_cache");
+        BlockPool blocks = pool.blocks("block_cache");
+        source.failNext = true;
+        assertThrows(OutOfMemoryError.class, () -> pool.allocate(pool.category("small"), 2 * CHUNK, new Allocation()));
+        source.failNext = true;
+        assertThrows(OutOfMemoryError.class, () -> pool.allocate(pool.category("small"), 4096, new Allocation()));
+        source.failNext = true;
+        assertThrows(OutOfMemoryError.class, () -> log.allocate(1000, new Allocation()));
+        source.failNext = true;
+        assertThrows(OutOfMemoryError.class, () -> blocks.allocate(CHUNK + 10));
+        for (String name : new String[] {"small", "log_cache", "block_cache"}) {
+            Category category = pool.category(name);
+            assertEquals(0, category.trackedReserved.get(), name + ": the quota was given back");
+        }
+        assertEquals(0, pool.committedBytes(), "the ceiling was given back");
+        assertEquals(0, pool.reservedBytes());
+        assertEquals(0, source.live.get());
+        // and the whole quota is still usable
+        Allocation full = new Allocation();
+        pool.allocate(pool.category("small"), 8 * CHUNK, full);
+        pool.free(full);
+    }
+
+    /** Regions counted in and out, and a failure on demand. */
+    private static final class CountingSource implements ChunkSource {
+        final AtomicInteger live = new AtomicInteger();
+        final CountDownLatch released = new CountDownLatch(1);
+        volatile boolean failNext;
+
+        @Override
+        public NativeRegion allocate(int size) {
+            if (failNext) {
+                failNext = false;
+                throw new OutOfMemoryError("Cannot reserve " + size + " bytes of direct buffer memory (test)");
+            }
+            NativeRegion region = ChunkSource.direct().allocate(size);
+            live.incrementAndGet();
+            return region;
+        }
+
+        @Override
+        public void release(NativeRegion region) {
+            ChunkSource.direct().release(region);
+            live.decrementAndGet();
+            released.countDown();
+        }
+    }
+
+    /** Collects until every referent is gone; a bounded number of full collections. */
+    private static boolean awaitCollected(List<? extends WeakReference<?>> refs) {
+        for (int i = 0; i < 50; i++) {
+            System.gc();
+            if (refs.stream().allMatch(ref -> ref.get() == null)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Test
+    void aClosedPoolIsNotOpen() {
+        MemoryPool pool = new MemoryPool(config().build());
+        assertFalse(pool.isClosed());
+        pool.close();
+        assertTrue(pool.isClosed());
+    }
+}
