@@ -65,13 +65,7 @@ public final class BlockPool implements Releaser {
 
     BlockPool(MemoryPool pool, Category category, int blockSize, int stripes, int maxIdleBlocks) {
         int chunkSize = pool.chunkSize();
-        if (blockSize < PoolConfig.PAGE_SIZE || blockSize > chunkSize || Integer.bitCount(blockSize) != 1) {
-            throw new IllegalArgumentException("block size must be a power of two from " + PoolConfig.PAGE_SIZE
-                    + " to the chunk size " + chunkSize + ": " + blockSize);
-        }
-        if (stripes < 1 || stripes > 1024) {
-            throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
-        }
+        checkArguments(chunkSize, blockSize, stripes);
         if (maxIdleBlocks < 0) {
             throw new IllegalArgumentException("idle blocks kept must not be negative: " + maxIdleBlocks);
         }
@@ -108,6 +102,17 @@ public final class BlockPool implements Releaser {
     /** The general pool of this category: where a part that must grow moves to. */
     public Allocator generalAllocator() {
         return category.allocator;
+    }
+
+    /** Checks the arguments of a block pool before anything is made for it. */
+    static void checkArguments(int chunkSize, int blockSize, int stripes) {
+        if (blockSize < PoolConfig.PAGE_SIZE || blockSize > chunkSize || Integer.bitCount(blockSize) != 1) {
+            throw new IllegalArgumentException("block size must be a power of two from " + PoolConfig.PAGE_SIZE
+                    + " to the chunk size " + chunkSize + ": " + blockSize);
+        }
+        if (stripes < 1 || stripes > 1024) {
+            throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
+        }
     }
 
     /**

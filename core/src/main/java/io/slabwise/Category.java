@@ -37,6 +37,8 @@ public final class Category {
     final AtomicLong trackedReserved = new AtomicLong();
     /** The quota on reserved bytes; {@link Long#MAX_VALUE} for none. */
     volatile long quota;
+    /** Callers of this category waiting for its quota. */
+    final MemoryLimit.WaitQueue quotaQueue = new MemoryLimit.WaitQueue();
     /** The policy at the ceiling or quota; null to use the pool's. */
     volatile LimitPolicy policy;
 

@@ -15,9 +15,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * so committed bytes never exceed the ceiling, under any concurrency.
  *
  * <h2>Waiting</h2>
- * Callers whose policy is to wait take a ticket and are served in ticket order:
- * only the caller holding the current ticket retries its allocation, so a
- * stream of small requests cannot starve a large one that is waiting. Releases
+ * Callers whose policy is to wait line up in the {@link WaitQueue} of the
+ * resource that refused them: the ceiling's queue, or the queue of their
+ * category's quota. Each queue serves in ticket order: only the caller holding
+ * its current ticket retries, so a stream of small requests cannot starve a
+ * large one waiting for the same resource, while callers that compete for
+ * another resource never wait behind it. Releases
  * of memory call {@link #released()}, which is a volatile read when nobody
  * waits, and otherwise bumps a counter and wakes the waiters. The lock here is
  * never held while an arena lock is taken; arena code may call
@@ -29,14 +32,30 @@ final class MemoryLimit {
     private final AtomicLong committed = new AtomicLong();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
+    /** Waiters in every queue together. */
     private volatile int waiters;
     private final AtomicLong releases = new AtomicLong();
     /** The waiter whose turn it is, retrying; its own releases do not count as releases it waits for. */
     private volatile Thread retrying;
-    // guarded by lock
-    private long nextTicket;
-    private long servingTicket;
-    private final TreeSet<Long> abandoned = new TreeSet<>();
+    /** Callers waiting for committed memory under the ceiling. */
+    final WaitQueue ceilingQueue = new WaitQueue();
+
+    /**
+     * The callers waiting for one resource (the ceiling, or one category's
+     * quota), served in ticket order. Its fields are guarded by the limit's
+     * lock, but for {@link #hasWaiters()}, a volatile read.
+     */
+    static final class WaitQueue {
+        private volatile int waiters;
+        private long nextTicket;
+        private long servingTicket;
+        private final TreeSet<Long> abandoned = new TreeSet<>();
+
+        /** Whether anyone waits in this queue. */
+        boolean hasWaiters() {
+            return waiters != 0;
+        }
+    }
 
     MemoryLimit(long max) {
         this.max = max;
@@ -92,22 +111,23 @@ final class MemoryLimit {
         }
     }
 
-    /** Takes a ticket in the queue of waiters. */
-    long enqueue() {
+    /** Takes a ticket in {@code queue}. */
+    long enqueue(WaitQueue queue) {
         lock.lock();
         try {
             waiters++;
-            return nextTicket++;
+            queue.waiters++;
+            return queue.nextTicket++;
         } finally {
             lock.unlock();
         }
     }
 
-    /** Waits until {@code ticket} is served; false when the deadline passed first. */
-    boolean awaitTurn(long ticket, long deadlineNanos) throws InterruptedException {
+    /** Waits until {@code ticket} is served in {@code queue}; false when the deadline passed first. */
+    boolean awaitTurn(WaitQueue queue, long ticket, long deadlineNanos) throws InterruptedException {
         lock.lock();
         try {
-            while (servingTicket != ticket) {
+            while (queue.servingTicket != ticket) {
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
                     return false;
@@ -150,18 +170,19 @@ final class MemoryLimit {
         }
     }
 
-    /** Leaves the queue, served or not; the next ticket in line gets its turn. */
-    void dequeue(long ticket) {
+    /** Leaves {@code queue}, served or not; the next ticket in line gets its turn. */
+    void dequeue(WaitQueue queue, long ticket) {
         lock.lock();
         try {
             waiters--;
-            if (servingTicket == ticket) {
-                servingTicket++;
-                while (abandoned.remove(servingTicket)) {
-                    servingTicket++;
+            queue.waiters--;
+            if (queue.servingTicket == ticket) {
+                queue.servingTicket++;
+                while (queue.abandoned.remove(queue.servingTicket)) {
+                    queue.servingTicket++;
                 }
             } else {
-                abandoned.add(ticket);
+                queue.abandoned.add(ticket);
             }
             changed.signalAll();
         } finally {

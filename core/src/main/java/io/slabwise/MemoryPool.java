@@ -304,6 +304,7 @@ public final class MemoryPool implements AutoCloseable {
      * @param maxRequest the largest request it accepts; larger ones fail with {@link IllegalArgumentException}
      */
     public SequentialAllocator sequential(String categoryName, int stripes, int maxRequest) {
+        SequentialAllocator.checkArguments(stripes, maxRequest); // before the category takes one of its slots
         Category category = category(categoryName);
         int largest = Math.min(maxRequest, maxRequest());
         return sequentialAllocators.computeIfAbsent(categoryName + '/' + stripes + '/' + largest,
@@ -327,6 +328,7 @@ public final class MemoryPool implements AutoCloseable {
      * @param stripes   independently locked groups of blocks; threads pick one by id
      */
     public BlockPool blocks(String categoryName, int blockSize, int stripes) {
+        BlockPool.checkArguments(chunkSize(), blockSize, stripes); // before the category takes one of its slots
         Category category = category(categoryName);
         return blockPools.computeIfAbsent(categoryName + '/' + blockSize + '/' + stripes,
                 key -> new BlockPool(this, category, blockSize, stripes, config.maxIdleBlocks()));
@@ -395,12 +397,15 @@ public final class MemoryPool implements AutoCloseable {
 
     /**
      * Whether an allocation in {@code category} must line up behind callers
-     * already waiting at a limit instead of trying first: true while someone
-     * waits, for callers that would wait themselves. This is what keeps a
-     * stream of small requests from starving a large one that waits.
+     * already waiting instead of trying first: true, for callers that would
+     * wait themselves, while someone waits for the ceiling or for this
+     * category's quota, the resources this caller competes for. This keeps a
+     * stream of small requests from starving a large one, and leaves callers
+     * that compete for neither resource alone.
      */
     boolean mustQueue(Category category) {
-        return limit.hasWaiters() && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
+        return limit.hasWaiters() && (limit.ceilingQueue.hasWaiters() || category.quotaQueue.hasWaiters())
+                && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
     }
 
     private LimitPolicy policyOf(Category category) {
@@ -510,14 +515,18 @@ public final class MemoryPool implements AutoCloseable {
         if (policy == LimitPolicy.RETURN_NULL) {
             return false;
         }
+        failIfNeverSatisfiable(category, requested);
         if (policy == LimitPolicy.FAIL || !config.waitAllowed().getAsBoolean() || config.waitTimeout().isZero()) {
             throw limitException(category, requested, refusal,
                     policy == LimitPolicy.WAIT ? " (waiting is not allowed on this thread)" : "");
         }
         long deadline = System.nanoTime() + config.waitTimeout().toNanos();
-        long ticket = limit.enqueue(); // first come, first served: only the head of the queue retries
+        // first come, first served among the callers waiting for the same resource: only the head retries
+        MemoryLimit.WaitQueue queue = refusal == Attempt.QUOTA
+                || (refusal == Attempt.QUEUED && !limit.ceilingQueue.hasWaiters()) ? category.quotaQueue : limit.ceilingQueue;
+        long ticket = limit.enqueue(queue);
         try {
-            if (!limit.awaitTurn(ticket, deadline)) {
+            if (!limit.awaitTurn(queue, ticket, deadline)) {
                 throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
             }
             checkOpen();
@@ -545,7 +554,23 @@ public final class MemoryPool implements AutoCloseable {
             throw limitException(category, requested, refusal, " (interrupted while waiting)");
         } finally {
             limit.retrying(null);
-            limit.dequeue(ticket);
+            limit.dequeue(queue, ticket);
+        }
+    }
+
+    /**
+     * Fails a request that no release can ever make room for, rather than
+     * let it wait out its timeout: one larger than its category's quota or
+     * than the ceiling.
+     */
+    private void failIfNeverSatisfiable(Category category, int requested) {
+        if (category.tracked && requested > category.quota) {
+            throw limitException(category, requested, Attempt.QUOTA,
+                    " (the request is larger than the quota itself: it can never be satisfied)");
+        }
+        if (requested > limit.max) {
+            throw limitException(category, requested, Attempt.CEILING,
+                    " (the request is larger than the ceiling itself: it can never be satisfied)");
         }
     }
 

@@ -84,12 +84,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     private final AtomicLong fallbackAllocations = new AtomicLong();
 
     SequentialAllocator(MemoryPool pool, Category category, int stripes, int maxRequest) {
-        if (stripes < 1 || stripes > 1024) {
-            throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
-        }
-        if (maxRequest < 1) {
-            throw new IllegalArgumentException("the largest request must be positive: " + maxRequest);
-        }
+        checkArguments(stripes, maxRequest);
         this.pool = pool;
         this.category = category;
         this.chunkSize = pool.chunkSize();
@@ -99,6 +94,16 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         this.stripes = new Stripe[stripes];
         for (int i = 0; i < stripes; i++) {
             this.stripes[i] = new Stripe();
+        }
+    }
+
+    /** Checks the arguments of a sequential allocator before anything is made for it. */
+    static void checkArguments(int stripes, int maxRequest) {
+        if (stripes < 1 || stripes > 1024) {
+            throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
+        }
+        if (maxRequest < 1) {
+            throw new IllegalArgumentException("the largest request must be positive: " + maxRequest);
         }
     }
 

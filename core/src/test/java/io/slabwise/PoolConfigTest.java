@@ -100,6 +100,21 @@ class PoolConfigTest {
         assertEquals(BufferAddress.of(memory), new NativeRegion(memory, BufferAddress.of(memory), 4096).address());
     }
 
+    /** A rejected sequential() or blocks() call must not use up one of the pool's category slots. */
+    @Test
+    void rejectedCacheAllocatorsCreateNoCategory() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).build());
+        int before = pool.categories().size();
+        for (int i = 0; i < 100; i++) {
+            String name = "bad" + i;
+            assertThrows(IllegalArgumentException.class, () -> pool.sequential(name, 0, 1024));
+            assertThrows(IllegalArgumentException.class, () -> pool.blocks(name, 3000, 1));
+        }
+        assertEquals(before, pool.categories().size());
+        pool.sequential("log_cache", 2, 1024);
+        assertEquals(before + 1, pool.categories().size());
+    }
+
     private static <T> T withProperty(String name, String value, Supplier<T> body) {
         String before = System.getProperty(name);
         System.setProperty(name, value);
