@@ -1,7 +1,6 @@
 package io.slabwise;
 
 import java.lang.ref.Cleaner;
-import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -63,29 +62,17 @@ public final class MemoryPool implements AutoCloseable {
     private final SizeClasses sizes;
     private final Arena[] arenas;
     private final ChunkSource chunkSource;
-    /**
-     * This pool's cache on each platform thread, held weakly so that a
-     * thread's map never keeps the pool alive (the registry holds the caches).
-     */
-    private final ThreadLocal<WeakReference<ThreadCache>> caches = new ThreadLocal<>();
+    /** The thread caches: binding, dead-thread reclamation, counter snapshots. */
+    final ThreadCaches threadCaches;
     /** Every region taken from the chunk source and not given back: what a dropped pool's cleaner frees. */
     private final Set<NativeRegion> committedRegions = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
     /** The caches virtual threads share, one per arena; also in the registry. */
-    private final ThreadCache[] sharedCaches;
-    /** Every live thread cache, the shared ones included; guarded by itself. */
-    private final List<ThreadCache> registry = new ArrayList<>();
-    /** Counters folded in from caches of dead threads, laid out as in a thread cache; guarded by the registry. */
-    private final long[] retiredCounts = new long[ThreadCache.COUNTERS];
-    /** Caches of dead threads whose allocations are not all released yet; guarded by the registry. */
-    private final List<ThreadCache> dying = new ArrayList<>();
     private final ConcurrentHashMap<String, Category> categoriesByName = new ConcurrentHashMap<>();
     /** Categories by id; replaced by a longer copy when one is added (under {@code categoriesByName}'s lock). */
     private volatile Category[] categories = new Category[0];
     private final Category defaultCategory;
     private final MemoryLimit limit;
-    /** True while a snapshot reads the accounting counters. */
-    private volatile boolean snapshotting;
     /** Bytes of chunks handed out whole to sequential allocators and block pools. */
     private final AtomicLong wholeChunkBytes = new AtomicLong();
     private final AtomicLong hugeCommitted = new AtomicLong();
@@ -110,11 +97,7 @@ public final class MemoryPool implements AutoCloseable {
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(this, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity());
         }
-        this.sharedCaches = new ThreadCache[arenas.length];
-        for (int i = 0; i < arenas.length; i++) {
-            sharedCaches[i] = ThreadCache.shared(this, arenas[i]);
-            registry.add(sharedCaches[i]);
-        }
+        this.threadCaches = new ThreadCaches(this, arenas, config);
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);
@@ -163,7 +146,7 @@ public final class MemoryPool implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (registry) {
+        synchronized (this) {
             if (closed) {
                 return;
             }
@@ -172,7 +155,7 @@ public final class MemoryPool implements AutoCloseable {
         ChunkDecay.unregister(this);
         limit.released(); // waiting callers wake up and find the pool closed
         giveBackAfterClose();
-        caches.remove();
+        threadCaches.forgetOwn();
         PoolStats stats = stats();
         if (stats.liveAllocations() > 0) {
             StringBuilder live = new StringBuilder();
@@ -203,16 +186,7 @@ public final class MemoryPool implements AutoCloseable {
 
     /** Gives back everything idle now, and the caches this thread may flush: after close, at once and after each release. */
     private void giveBackAfterClose() {
-        reclaimDeadThreadCaches();
-        ThreadCache own = ownCache();
-        if (own != null) {
-            own.flush();
-        }
-        synchronized (registry) {
-            for (ThreadCache cache : registry) {
-                cache.requestFlush();
-            }
-        }
+        reclaimCaches();
         releaseSpecialisedIdle();
         for (Arena arena : arenas) {
             arena.trim(0, 0);
@@ -456,7 +430,7 @@ public final class MemoryPool implements AutoCloseable {
             return Attempt.QUOTA;
         }
         try {
-            ThreadCache cache = threadCache();
+            ThreadCache cache = threadCaches.current();
             if (huge) {
                 allocateHuge(cache, category, requested, out);
             } else {
@@ -580,22 +554,12 @@ public final class MemoryPool implements AutoCloseable {
      * operation (no thread is stopped).
      */
     private void reclaimCaches() {
-        reclaimDeadThreadCaches();
-        synchronized (registry) {
-            for (ThreadCache cache : registry) {
-                cache.requestFlush();
-            }
-        }
-        ThreadCache own = ownCache();
+        threadCaches.reclaimDead();
+        threadCaches.requestFlushAll();
+        ThreadCache own = threadCaches.own();
         if (own != null) {
             own.flush();
         }
-    }
-
-    /** The calling thread's own cache of this pool, or null when it has none. */
-    private ThreadCache ownCache() {
-        WeakReference<ThreadCache> ref = caches.get();
-        return ref == null ? null : ref.get();
     }
 
     /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
@@ -634,9 +598,9 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     private MemoryLimitException limitException(Category category, int requested, int refusal, String suffix) {
-        long[] counters = counters();
-        String usage = "requested=" + total(counters, ThreadCache.REQUESTED) + " reserved=" + total(counters, ThreadCache.RESERVED)
-                + " committed=" + limit.committed();
+        ThreadCaches.Snapshot counts = counters();
+        String usage = "requested=" + counts.totalRequested() + " reserved=" + counts.totalReserved()
+                + " committed=" + counts.committed;
         if (refusal == Attempt.QUOTA) {
             return new MemoryLimitException(MemoryLimitException.Kind.QUOTA, category.name(), requested, category.quota,
                     "category '" + category + "' quota exceeded: request of " + requested + " bytes, quota "
@@ -696,9 +660,6 @@ public final class MemoryPool implements AutoCloseable {
         if (chunk == null) {
             throw new IllegalStateException("double free: the allocation holds no live memory");
         }
-        if (snapshotting) {
-            awaitSnapshot();
-        }
         Category category = allocation.category;
         int reserved = allocation.reserved;
         ThreadCache owner = allocation.owner;
@@ -720,7 +681,7 @@ public final class MemoryPool implements AutoCloseable {
                 chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
             } else {
                 // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
-                (onOwnerThread ? owner : threadCache()).free(chunk, handle, sizeIndex);
+                (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
             }
         }
         // read again now that the memory is back: a caller that began to wait after the read above
@@ -777,7 +738,7 @@ public final class MemoryPool implements AutoCloseable {
      * @throws CeilingReached when a new chunk would pass the ceiling
      */
     void acquireChunk(Allocation out) {
-        ThreadCache cache = threadCache();
+        ThreadCache cache = threadCaches.current();
         cache.arena.allocate(sizes.count() - 1, out);
         out.sizeIndex = sizes.count() - 1;
         out.offset = 0;
@@ -802,7 +763,7 @@ public final class MemoryPool implements AutoCloseable {
      * @throws CeilingReached when that would pass the ceiling
      */
     void acquireBlockRegion(int size, Allocation out) {
-        Chunk region = new Chunk(threadCache().arena, commit(size));
+        Chunk region = new Chunk(threadCaches.current().arena, commit(size));
         blockRegionBytes.addAndGet(size);
         wholeChunkBytes.addAndGet(size);
         out.chunk = region;
@@ -828,7 +789,7 @@ public final class MemoryPool implements AutoCloseable {
      * thread, carved from one of its whole chunks or blocks.
      */
     void countAllocation(Category category, int requested, int reserved, Allocation out) {
-        threadCache().countAllocation(category, requested, reserved, true, out);
+        threadCaches.current().countAllocation(category, requested, reserved, true, out);
     }
 
     SizeClasses sizes() {
@@ -909,96 +870,14 @@ public final class MemoryPool implements AutoCloseable {
         limit.uncommit(region.size());
     }
 
-    private ThreadCache threadCache() {
-        if (snapshotting) {
-            awaitSnapshot();
-        }
-        Thread thread = Thread.currentThread();
-        if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
-            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id
-            return sharedCaches[(int) ((thread.getId() & Long.MAX_VALUE) % sharedCaches.length)];
-        }
-        WeakReference<ThreadCache> ref = caches.get();
-        ThreadCache cache = ref != null ? ref.get() : null;
-        return cache != null ? cache : newThreadCache(thread);
-    }
-
-    /**
-     * Holds an allocation or release back while a snapshot reads the counters
-     * (microseconds), so that no memory is released and reused between the
-     * reads of two thread caches and counted twice.
-     */
-    private void awaitSnapshot() {
-        for (int spins = 0; snapshotting; spins++) {
-            if (spins < 100) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-            }
-        }
-    }
-
-    /**
-     * Binds the calling platform thread to the arena with the fewest bound
-     * threads and gives it a cache. The choice and the count change together
-     * under the registry's lock, so threads that start at once spread over the
-     * arenas instead of all picking the same least-used one.
-     */
-    private ThreadCache newThreadCache(Thread thread) {
-        ThreadCache cache;
-        synchronized (registry) {
-            Arena arena = arenas[0];
-            for (Arena candidate : arenas) {
-                if (candidate.boundThreads.get() < arena.boundThreads.get()) {
-                    arena = candidate;
-                }
-            }
-            arena.boundThreads.incrementAndGet();
-            cache = new ThreadCache(this, arena, thread, config.maxCachedSize(),
-                    config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
-            registry.add(cache);
-        }
-        caches.set(new WeakReference<>(cache));
-        return cache;
-    }
-
-    /** Caches of platform threads that are registered now (live, or dead and not yet reclaimed); for tests. */
+    /** Caches of platform threads registered now; for tests. */
     int platformThreadCaches() {
-        synchronized (registry) {
-            return registry.size() - sharedCaches.length;
-        }
+        return threadCaches.platformCaches();
     }
 
-    /**
-     * Flushes the caches of threads that have died back into their arenas and
-     * folds their accounting into the pool's. Returns how many were reclaimed.
-     */
+    /** Flushes the caches of threads that have died back into their arenas; returns how many. */
     int reclaimDeadThreadCaches() {
-        List<ThreadCache> dead = new ArrayList<>();
-        synchronized (registry) {
-            for (int i = registry.size() - 1; i >= 0; i--) {
-                ThreadCache cache = registry.get(i);
-                if (cache.isOwnerDead()) {
-                    registry.remove(i);
-                    dying.add(cache);
-                    dead.add(cache);
-                }
-            }
-            // a dead thread's counters can still change while other threads release what it allocated;
-            // once nothing of it is live, they are final and fold into the retired totals
-            for (int i = dying.size() - 1; i >= 0; i--) {
-                ThreadCache cache = dying.get(i);
-                if (cache.liveAllocations() == 0) {
-                    dying.remove(i);
-                    cache.addCountsTo(retiredCounts, Category.MAX_CATEGORIES);
-                }
-            }
-        }
-        for (ThreadCache cache : dead) {
-            cache.retire();
-            cache.arena.boundThreads.decrementAndGet();
-        }
-        return dead.size();
+        return threadCaches.reclaimDead();
     }
 
     /**
@@ -1023,12 +902,12 @@ public final class MemoryPool implements AutoCloseable {
 
     /** Bytes live allocations asked for. */
     public long requestedBytes() {
-        return total(counters(), ThreadCache.REQUESTED);
+        return counters().totalRequested();
     }
 
     /** Bytes set aside for live allocations (their size classes). */
     public long reservedBytes() {
-        return total(counters(), ThreadCache.RESERVED);
+        return counters().totalReserved();
     }
 
     /** Native memory currently taken from the chunk source. */
@@ -1036,74 +915,37 @@ public final class MemoryPool implements AutoCloseable {
         return limit.committed();
     }
 
-    /** Every counter, per category, summed over live and dead threads. */
-    private long[] counters() {
-        return counters(null);
+    /** Every thread's counters, read without stopping any thread (see {@link ThreadCounters}). */
+    private ThreadCaches.Snapshot counters() {
+        return threadCaches.snapshot(categories.length, limit::committed);
     }
 
     /**
-     * Every counter, per category, summed over live and dead threads, read
-     * while allocations and releases that have not started yet wait (see
-     * {@link #awaitSnapshot}); one already under way on each thread may still
-     * complete. {@code committedOut[0]}, when given, receives the larger of the
-     * committed bytes before and after the read.
+     * A snapshot of the pool's accounting and its chunks. Taken without
+     * stopping any allocating or releasing thread; while they run, a figure
+     * may miss what changed during the read, but requested &lt;= reserved &lt;=
+     * committed always holds, and with no traffic the figures are exact.
      */
-    private long[] counters(long[] committedOut) {
-        synchronized (registry) {
-            snapshotting = true;
-            try {
-                long committedBefore = limit.committed();
-                long[] totals = retiredCounts.clone();
-                int known = categories.length;
-                for (ThreadCache cache : registry) {
-                    cache.addCountsTo(totals, known);
-                }
-                for (ThreadCache cache : dying) {
-                    cache.addCountsTo(totals, known);
-                }
-                if (committedOut != null) {
-                    committedOut[0] = Math.max(committedBefore, limit.committed());
-                }
-                return totals;
-            } finally {
-                snapshotting = false;
-            }
-        }
-    }
-
-    private static long total(long[] counters, int field) {
-        long sum = 0;
-        for (int i = field; i < counters.length; i += ThreadCache.FIELDS) {
-            sum += counters[i];
-        }
-        return sum;
-    }
-
-    /** A snapshot of the pool's accounting and its chunks. */
     public PoolStats stats() {
-        reclaimDeadThreadCaches();
+        threadCaches.reclaimDead();
         ArenaSnapshot[] arenaSnapshots = new ArenaSnapshot[arenas.length];
         for (int i = 0; i < arenas.length; i++) {
             arenaSnapshots[i] = arenas[i].snapshot();
         }
         Category[] known = categories;
-        long[] committedNow = new long[1];
-        long[] counters = counters(committedNow);
+        ThreadCaches.Snapshot counts = threadCaches.snapshot(known.length, limit::committed);
         List<CategoryStats> perCategory = new ArrayList<>(known.length);
         for (Category category : known) {
-            int base = category.id * ThreadCache.FIELDS;
-            if (base + ThreadCache.FIELDS <= counters.length) {
-                long reserved = counters[base + ThreadCache.RESERVED];
-                long peak = category.peakReservedSeen.accumulateAndGet(reserved, Math::max);
-                perCategory.add(new CategoryStats(category.name(), counters[base + ThreadCache.REQUESTED],
-                        reserved, counters[base + ThreadCache.ALLOCATIONS], counters[base + ThreadCache.RELEASES], peak));
-            }
+            int id = category.id;
+            long reserved = counts.reserved(id);
+            long peak = category.peakReservedSeen.accumulateAndGet(reserved, Math::max);
+            perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
+                    counts.allocations(id), counts.releases(id), peak));
         }
-        return new PoolStats(total(counters, ThreadCache.REQUESTED), total(counters, ThreadCache.RESERVED),
-                committedNow[0], hugeCommitted.get(), hugeCount.get(), blockRegionBytes.get(),
-                total(counters, ThreadCache.ALLOCATIONS),
-                total(counters, ThreadCache.RELEASES), sizes.chunkSize(), arenaSnapshots, perCategory,
-                ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - total(counters, ThreadCache.CARVED)));
+        return new PoolStats(counts.totalRequested(), counts.totalReserved(), counts.committed,
+                hugeCommitted.get(), hugeCount.get(), blockRegionBytes.get(),
+                counts.totalAllocations(), counts.totalReleases(), sizes.chunkSize(), arenaSnapshots, perCategory,
+                ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - counts.totalCarved()));
     }
 
     @Override

@@ -1,7 +1,5 @@
 package io.slabwise;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
 import java.util.Arrays;
 
@@ -61,14 +59,10 @@ import java.util.Arrays;
  * lock-free remote-free queue, and counts with atomic adds only.
  *
  * <h2>Accounting</h2>
- * A cache counts the allocations its thread makes, per category: requested
- * and reserved bytes, allocations and releases, and the reserved bytes of
- * those carved by specialised allocators from whole chunks. Changes the owner makes are
- * single-writer fields that it brackets with a version counter (odd while
- * updating); releases and resizes by other threads go to a separate array with
- * atomic adds. Readers see every allocation of a cache either live or
- * released (see {@link #addCountsTo}), so a snapshot never shows a release
- * without its allocation.
+ * A cache carries its thread's {@link ThreadCounters}: what the thread's
+ * allocations took and what their releases gave back, per category. The
+ * owner counts with plain stores; other threads count releases of its
+ * allocations with atomic adds. Readers never make either wait.
  */
 final class ThreadCache {
 
@@ -78,40 +72,6 @@ final class ThreadCache {
     static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
     static final int REFILL_BATCH = 16;
-
-    private static final VarHandle VERSION;
-    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
-
-    static {
-        try {
-            VERSION = MethodHandles.lookup().findVarHandle(ThreadCache.class, "version", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    /** Counters per category, at {@code category.id * FIELDS + field}. */
-    static final int FIELDS = 5;
-    static final int REQUESTED = 0;
-    static final int RESERVED = 1;
-    static final int ALLOCATIONS = 2;
-    static final int RELEASES = 3;
-    /** The part of {@link #RESERVED} carved from whole chunks by sequential allocators and block pools. */
-    static final int CARVED = 4;
-    static final int COUNTERS = Category.MAX_CATEGORIES * FIELDS;
-
-    private static final VarHandle COUNTERS_ARRAY;
-    private static final VarHandle REMOTE_ARRAY;
-
-    static {
-        try {
-            MethodHandles.Lookup lookup = MethodHandles.lookup();
-            COUNTERS_ARRAY = lookup.findVarHandle(ThreadCache.class, "counters", long[].class);
-            REMOTE_ARRAY = lookup.findVarHandle(ThreadCache.class, "remote", long[].class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     final MemoryPool pool;
     final Arena arena;
@@ -135,19 +95,8 @@ final class ThreadCache {
     private boolean largeUsed;
     private volatile boolean flushRequested;
 
-    private long version;
-    /**
-     * Counters of allocations made by this thread, as changed by this thread;
-     * single writer. Long enough for the categories the thread has allocated
-     * in; the owner replaces it with a longer copy inside the version bracket.
-     */
-    private long[] counters;
-    /**
-     * Changes other threads made to allocations of this thread (releases,
-     * resizes), with atomic adds; null until the first such change. A shared
-     * cache counts everything here.
-     */
-    private long[] remote;
+    /** This thread's share of the pool's accounting. */
+    final ThreadCounters counters;
 
     /**
      * Recently freed entries of one size class: the chunk of each by its id in
@@ -185,8 +134,7 @@ final class ThreadCache {
         this.maxCachedBytesPerClass = maxCachedBytesPerClass;
         this.maxEntriesPerClass = maxEntriesPerClass;
         this.stacks = new Stack[cachedClasses];
-        this.counters = shared ? new long[0] : new long[FIELDS];
-        this.remote = shared ? new long[COUNTERS] : null;
+        this.counters = new ThreadCounters(shared);
     }
 
     /** The cache that virtual threads bound to {@code arena} share: no stacks, atomic counters. */
@@ -255,7 +203,7 @@ final class ThreadCache {
     private void afterArenaAllocation() {
         if (arena.grew) {
             arena.grew = false;
-            pool.reclaimDeadThreadCaches();
+            pool.threadCaches.tryReclaimDead();
         }
     }
 
@@ -288,161 +236,21 @@ final class ThreadCache {
     /**
      * Counts a new allocation of this thread and makes this cache its owner;
      * {@code carved} when a specialised allocator carved it from a whole chunk.
-     * Owner thread only.
+     * Owner thread only (any thread for a shared cache).
      */
     void countAllocation(Category category, long requestedBytes, long reservedBytes, boolean carved, Allocation out) {
-        int base = category.id * FIELDS;
         out.owner = this;
-        if (shared) {
-            long[] r = remote;
-            SLOT.getAndAdd(r, base + RESERVED, reservedBytes);
-            if (carved) {
-                SLOT.getAndAdd(r, base + CARVED, reservedBytes);
-            }
-            SLOT.getAndAdd(r, base + REQUESTED, requestedBytes);
-            SLOT.getAndAdd(r, base + ALLOCATIONS, 1L);
-            return;
-        }
-        VERSION.setRelease(this, version + 1);
-        long[] c = counters;
-        if (base + FIELDS > c.length) {
-            c = Arrays.copyOf(c, Math.min(COUNTERS, Math.max(base + FIELDS, 2 * c.length)));
-            COUNTERS_ARRAY.setRelease(this, c);
-        }
-        SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] + reservedBytes);
-        if (carved) {
-            SLOT.setRelease(c, base + CARVED, c[base + CARVED] + reservedBytes);
-        }
-        SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedBytes);
-        SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
-        VERSION.setRelease(this, version + 1);
+        counters.countAllocation(category.id, requestedBytes, reservedBytes, carved);
     }
 
-    /**
-     * Counts the release of an allocation this cache owns ({@code carved} as
-     * when it was counted). On the owner thread
-     * the single-writer counters change; on any other thread the remote ones,
-     * with atomic adds, the release count last, so that an allocation never
-     * looks released before its bytes are.
-     */
+    /** Counts the release of an allocation this cache owns ({@code carved} as when it was counted). */
     void countRelease(Category category, long requestedBytes, long reservedBytes, boolean carved, boolean onOwnerThread) {
-        int base = category.id * FIELDS;
-        if (onOwnerThread) {
-            long[] c = counters;
-            VERSION.setRelease(this, version + 1);
-            SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] - requestedBytes);
-            SLOT.setRelease(c, base + RESERVED, c[base + RESERVED] - reservedBytes);
-            if (carved) {
-                SLOT.setRelease(c, base + CARVED, c[base + CARVED] - reservedBytes);
-            }
-            SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
-            VERSION.setRelease(this, version + 1);
-        } else {
-            long[] r = remote();
-            SLOT.getAndAdd(r, base + REQUESTED, -requestedBytes);
-            SLOT.getAndAdd(r, base + RESERVED, -reservedBytes);
-            if (carved) {
-                SLOT.getAndAdd(r, base + CARVED, -reservedBytes);
-            }
-            SLOT.getAndAdd(r, base + RELEASES, 1L);
-        }
+        counters.countRelease(category.id, requestedBytes, reservedBytes, carved, onOwnerThread);
     }
 
     /** Changes the requested size of a live allocation this cache owns, which keeps its size class. */
     void countResize(Category category, long requestedDelta, boolean onOwnerThread) {
-        int base = category.id * FIELDS;
-        if (onOwnerThread) {
-            long[] c = counters;
-            VERSION.setRelease(this, version + 1);
-            SLOT.setRelease(c, base + REQUESTED, c[base + REQUESTED] + requestedDelta);
-            VERSION.setRelease(this, version + 1);
-        } else {
-            SLOT.getAndAdd(remote(), base + REQUESTED, requestedDelta);
-        }
-    }
-
-    /** The counters other threads write, made by the first of them. Any thread. */
-    private long[] remote() {
-        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
-        if (r == null) {
-            long[] made = new long[COUNTERS];
-            r = (long[]) REMOTE_ARRAY.compareAndExchangeRelease(this, null, made);
-            if (r == null) {
-                r = made;
-            }
-        }
-        return r;
-    }
-
-    /**
-     * Adds this cache's counters for the first {@code categories} categories to
-     * {@code into} (laid out as the counters are), as they stood at one moment.
-     * Any thread. It reads the remote changes, then the owner's counters inside
-     * their version bracket, then the remote changes again, and retries until
-     * neither moved in between: every allocation of this cache is then counted
-     * either as live or as released, never half of each. After
-     * {@code maxTries} attempts it settles for a last read in which the remote
-     * changes are read first, so a release is never seen without its allocation.
-     */
-    void addCountsTo(long[] into, int categories) {
-        int n = Math.min(COUNTERS, categories * FIELDS);
-        long[] remoteBefore = new long[n];
-        long[] own = new long[n];
-        for (int attempt = 0; ; attempt++) {
-            readRemote(remoteBefore, n);
-            long before = (long) VERSION.getAcquire(this);
-            if ((before & 1) != 0) {
-                Thread.onSpinWait();
-                continue;
-            }
-            long[] c = (long[]) COUNTERS_ARRAY.getAcquire(this);
-            int owned = Math.min(n, c.length);
-            for (int i = 0; i < owned; i++) {
-                own[i] = (long) SLOT.getAcquire(c, i);
-            }
-            VarHandle.loadLoadFence();
-            if ((long) VERSION.getAcquire(this) != before) {
-                Thread.onSpinWait();
-                continue;
-            }
-            if (attempt >= MAX_SNAPSHOT_TRIES || remoteUnchanged(remoteBefore, n)) {
-                break;
-            }
-        }
-        for (int i = 0; i < n; i++) {
-            into[i] += remoteBefore[i] + own[i];
-        }
-    }
-
-    /** How often {@link #addCountsTo} retries for a read in which nothing moved. */
-    private static final int MAX_SNAPSHOT_TRIES = 64;
-
-    private void readRemote(long[] into, int n) {
-        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
-        for (int i = 0; i < n; i++) {
-            into[i] = r == null ? 0 : (long) SLOT.getAcquire(r, i);
-        }
-    }
-
-    private boolean remoteUnchanged(long[] seen, int n) {
-        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
-        for (int i = 0; i < n; i++) {
-            if ((r == null ? 0 : (long) SLOT.getAcquire(r, i)) != seen[i]) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** Allocations owned by this cache not yet released. Reliable once the owner is dead. */
-    long liveAllocations() {
-        long[] totals = new long[COUNTERS];
-        addCountsTo(totals, Category.MAX_CATEGORIES);
-        long live = 0;
-        for (int i = 0; i < COUNTERS; i += FIELDS) {
-            live += totals[i + ALLOCATIONS] - totals[i + RELEASES];
-        }
-        return live;
+        counters.countResize(category.id, requestedDelta, onOwnerThread);
     }
 
     /** Asks the owner to give back everything cached, at its next operation. Any thread. */

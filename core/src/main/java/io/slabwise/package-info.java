@@ -18,17 +18,22 @@
  *       through {@code Thread.isAlive()} (which orders all of its actions before
  *       the observation), the pool flushes them. Live owners are asked to flush
  *       through a volatile flag.</li>
- *   <li><b>Accounting</b>: each allocation is counted by the thread cache of the
- *       thread that made it (its <em>owner</em>). The owner's counters are
- *       single-writer: written with release stores inside an odd/even version
- *       bracket, read with acquire loads, retried while the version is odd or
- *       changes. Releases and resizes by other threads go to the owner's remote
- *       counters with atomic adds. A snapshot briefly holds back allocations and
- *       releases that have not started (a volatile flag checked on entry) while
- *       it reads every cache, so no memory is released and reused between the
- *       reads of two caches and counted twice: every snapshot has
- *       {@code requested <= reserved <= committed}.</li>
- *   <li><b>Cross-thread release</b>: a thread that frees memory of an arena it is
+ *   <li><b>Accounting</b>: each allocation is counted by the
+ *       {@code ThreadCounters} of the thread that made it (its <em>owner</em>),
+ *       whole on an allocation side before its memory is handed out and whole
+ *       on a release side before its memory can be reused. The owner writes its
+ *       counters alone, with release stores; releases and resizes by other
+ *       threads go to a second array with atomic adds; virtual threads share
+ *       one such set of atomic counters per arena. A snapshot reads the
+ *       allocation side of every thread, then the committed bytes, then the
+ *       release side of every thread, with acquire loads: no allocating or
+ *       releasing thread ever waits for it, nothing is counted twice, and every
+ *       snapshot has {@code requested <= reserved <= committed}.</li>
+ *   <li><b>Thread caches</b> of platform threads are bound to arenas under one
+ *       lock; the array of live caches is copied on write, and dead threads'
+ *       caches are folded into retired counts under a lock that a snapshot
+ *       holds and that allocating threads only ever try.</li>
+  <li><b>Cross-thread release</b>: a thread that frees memory of an arena it is
  *       not bound to hands it over through that arena's
  *       {@code RemoteFreeQueue} (CAS to claim a slot, release store to publish),
  *       which the arena drains under its lock; when the queue is full, the thread

@@ -1,0 +1,280 @@
+package io.slabwise;
+
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+
+/**
+ * The pool's thread caches: which thread uses which cache, the binding of
+ * platform threads to arenas, the reclaiming of dead threads' caches, and
+ * the reading of every thread's counters into one snapshot.
+ *
+ * <pre>
+ *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena
+ *  virtual thread  ──thread id % arenas──▶ shared cache of that arena
+ *
+ *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
+ * </pre>
+ *
+ * <h2>Locks</h2>
+ * No allocation or release takes a lock here once its thread has a cache.
+ * The array of live caches is copied on write under {@code registryLock}
+ * (a thread's first allocation, reclaiming); readers take it as it stands.
+ * Moving a cache to the dying list and folding it into the retired counts
+ * happen under {@code foldLock}, which a snapshot holds while it reads, so
+ * no cache is counted twice or missed. An allocating thread that finds dead
+ * caches to reclaim (when its arena grew) only tries that lock, and leaves
+ * the work for later when a reader holds it: it never waits for a reader.
+ */
+final class ThreadCaches {
+
+    private final MemoryPool pool;
+    private final Arena[] arenas;
+    private final PoolConfig config;
+    /** This pool's cache on each platform thread, held weakly: a thread's map never keeps the pool alive. */
+    private final ThreadLocal<WeakReference<ThreadCache>> caches = new ThreadLocal<>();
+    /** The caches virtual threads share, one per arena. */
+    private final ThreadCache[] shared;
+    private final Object registryLock = new Object();
+    private final ReentrantLock foldLock = new ReentrantLock();
+    /** Every live cache, the shared ones first; replaced whole under {@link #registryLock}. */
+    private volatile ThreadCache[] live;
+    /** Caches of dead threads whose allocations are not all released; guarded by {@link #foldLock}. */
+    private final List<ThreadCache> dying = new ArrayList<>();
+    /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
+    private final long[] retired = new long[ThreadCounters.COUNTERS];
+
+    ThreadCaches(MemoryPool pool, Arena[] arenas, PoolConfig config) {
+        this.pool = pool;
+        this.arenas = arenas;
+        this.config = config;
+        this.shared = new ThreadCache[arenas.length];
+        for (int i = 0; i < arenas.length; i++) {
+            shared[i] = ThreadCache.shared(pool, arenas[i]);
+        }
+        this.live = shared.clone();
+    }
+
+    /** The calling thread's cache, made and bound to an arena on its first use. */
+    ThreadCache current() {
+        Thread thread = Thread.currentThread();
+        if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
+            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id
+            return shared[(int) ((thread.getId() & Long.MAX_VALUE) % shared.length)];
+        }
+        WeakReference<ThreadCache> ref = caches.get();
+        ThreadCache cache = ref != null ? ref.get() : null;
+        return cache != null ? cache : bind(thread);
+    }
+
+    /** The calling thread's own cache, or null when it has none. */
+    ThreadCache own() {
+        WeakReference<ThreadCache> ref = caches.get();
+        return ref == null ? null : ref.get();
+    }
+
+    /** The calling thread forgets its cache of this pool (the cache stays registered until its thread dies). */
+    void forgetOwn() {
+        caches.remove();
+    }
+
+    /**
+     * Binds the calling platform thread to the arena with the fewest bound
+     * threads and gives it a cache. The choice and the count change together
+     * under the registry's lock, so threads that start at once spread over the
+     * arenas instead of all picking the same least-used one.
+     */
+    private ThreadCache bind(Thread thread) {
+        ThreadCache cache;
+        synchronized (registryLock) {
+            Arena arena = arenas[0];
+            for (Arena candidate : arenas) {
+                if (candidate.boundThreads.get() < arena.boundThreads.get()) {
+                    arena = candidate;
+                }
+            }
+            arena.boundThreads.incrementAndGet();
+            cache = new ThreadCache(pool, arena, thread, config.maxCachedSize(),
+                    config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
+            ThreadCache[] grown = Arrays.copyOf(live, live.length + 1);
+            grown[grown.length - 1] = cache;
+            live = grown;
+        }
+        caches.set(new WeakReference<>(cache));
+        return cache;
+    }
+
+    /** Asks every live thread to flush its cache at its next operation. */
+    void requestFlushAll() {
+        for (ThreadCache cache : live) {
+            cache.requestFlush();
+        }
+    }
+
+    /** Caches of platform threads registered now (live, or dead and not yet reclaimed); for tests. */
+    int platformCaches() {
+        return live.length - shared.length;
+    }
+
+    /**
+     * Flushes the caches of threads that have died back into their arenas,
+     * drops their stacks, and folds the counters of those whose allocations
+     * are all released into the retired counts. Returns how many caches were
+     * found dead.
+     */
+    int reclaimDead() {
+        foldLock.lock();
+        return reclaimDeadLocked();
+    }
+
+    /** {@link #reclaimDead()} unless a snapshot is being read; then nothing, at once (allocation paths). */
+    int tryReclaimDead() {
+        return foldLock.tryLock() ? reclaimDeadLocked() : 0;
+    }
+
+    /** Called with {@link #foldLock} held; releases it. */
+    private int reclaimDeadLocked() {
+        List<ThreadCache> dead = new ArrayList<>();
+        try {
+            synchronized (registryLock) {
+                ThreadCache[] current = live;
+                List<ThreadCache> stay = new ArrayList<>(current.length);
+                for (ThreadCache cache : current) {
+                    (cache.isOwnerDead() ? dead : stay).add(cache);
+                }
+                if (!dead.isEmpty()) {
+                    live = stay.toArray(new ThreadCache[0]);
+                    dying.addAll(dead);
+                }
+            }
+            // a dead thread's counters still change while other threads release what it allocated;
+            // once nothing of it is live, they are final and fold into the retired counts
+            for (int i = dying.size() - 1; i >= 0; i--) {
+                ThreadCache cache = dying.get(i);
+                if (cache.counters.liveAllocations() == 0) {
+                    cache.counters.addAll(retired);
+                    dying.set(i, dying.get(dying.size() - 1));
+                    dying.remove(dying.size() - 1);
+                }
+            }
+        } finally {
+            foldLock.unlock();
+        }
+        for (ThreadCache cache : dead) {
+            cache.retire();
+            cache.arena.boundThreads.decrementAndGet();
+        }
+        return dead.size();
+    }
+
+    /**
+     * Reads every thread's counters for the first {@code categories}
+     * categories, without stopping any thread: the allocation side of every
+     * cache, then {@code committed}, then the release side (see
+     * {@link ThreadCounters} for why that order never counts memory twice).
+     */
+    Snapshot snapshot(int categories, LongSupplier committed) {
+        long[] totals = new long[ThreadCounters.COUNTERS];
+        long committedNow;
+        foldLock.lock();
+        try {
+            ThreadCache[] current = live;
+            List<ThreadCache> dead = new ArrayList<>(dying);
+            for (ThreadCache cache : current) {
+                cache.counters.addSide(totals, categories, 0);
+            }
+            for (ThreadCache cache : dead) {
+                cache.counters.addSide(totals, categories, 0);
+            }
+            committedNow = committed.getAsLong();
+            for (ThreadCache cache : current) {
+                cache.counters.addSide(totals, categories, ThreadCounters.OUT);
+            }
+            for (ThreadCache cache : dead) {
+                cache.counters.addSide(totals, categories, ThreadCounters.OUT);
+            }
+            for (int i = 0; i < categories * ThreadCounters.FIELDS; i++) {
+                totals[i] += retired[i];
+            }
+        } finally {
+            foldLock.unlock();
+        }
+        return new Snapshot(totals, categories, committedNow);
+    }
+
+    /**
+     * Every thread's counters added up, per category, and the committed bytes
+     * read between the two passes: requested &lt;= reserved &lt;= committed holds
+     * in every category and in total.
+     */
+    static final class Snapshot {
+        private final long[] requested;
+        private final long[] reserved;
+        private final long[] allocations;
+        private final long[] releases;
+        private final long[] carved;
+        final long committed;
+
+        Snapshot(long[] totals, int categories, long committed) {
+            this.committed = committed;
+            requested = new long[categories];
+            reserved = new long[categories];
+            allocations = new long[categories];
+            releases = new long[categories];
+            carved = new long[categories];
+            for (int c = 0; c < categories; c++) {
+                int base = c * ThreadCounters.FIELDS;
+                // a release seen without its allocation only lowers a figure; never below 0
+                long res = Math.max(0, totals[base + ThreadCounters.RESERVED_IN] - totals[base + ThreadCounters.RESERVED_OUT]);
+                reserved[c] = res;
+                requested[c] = clamp(totals[base + ThreadCounters.REQUESTED_IN] - totals[base + ThreadCounters.REQUESTED_OUT], res);
+                carved[c] = clamp(totals[base + ThreadCounters.CARVED_IN] - totals[base + ThreadCounters.CARVED_OUT], res);
+                allocations[c] = totals[base + ThreadCounters.ALLOCATIONS];
+                releases[c] = Math.min(totals[base + ThreadCounters.RELEASES], allocations[c]);
+            }
+        }
+
+        private static long clamp(long value, long max) {
+            return Math.max(0, Math.min(value, max));
+        }
+
+        long requested(int category) {
+            return requested[category];
+        }
+
+        long reserved(int category) {
+            return reserved[category];
+        }
+
+        long allocations(int category) {
+            return allocations[category];
+        }
+
+        long releases(int category) {
+            return releases[category];
+        }
+
+        long totalRequested() {
+            return Arrays.stream(requested).sum();
+        }
+
+        long totalReserved() {
+            return Arrays.stream(reserved).sum();
+        }
+
+        long totalAllocations() {
+            return Arrays.stream(allocations).sum();
+        }
+
+        long totalReleases() {
+            return Arrays.stream(releases).sum();
+        }
+
+        long totalCarved() {
+            return Arrays.stream(carved).sum();
+        }
+    }
+}

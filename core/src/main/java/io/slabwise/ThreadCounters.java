@@ -1,0 +1,201 @@
+package io.slabwise;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Arrays;
+
+/**
+ * One thread's share of the pool's accounting: for each category, what the
+ * thread's allocations took in and what their releases gave back.
+ *
+ * <h2>Layout</h2>
+ * <pre>
+ *  category id * FIELDS + ...
+ *   ┌──────────── allocation side ─────────────┬────────────── release side ──────────────┐
+ *   │ REQUESTED_IN RESERVED_IN ALLOCATIONS     │ REQUESTED_OUT RESERVED_OUT RELEASES       │
+ *   │ CARVED_IN                                │ CARVED_OUT                                │
+ *   └──────────────────────────────────────────┴───────────────────────────────────────────┘
+ * </pre>
+ * Every field only grows (a resize adds its signed change to one side), and
+ * each allocation is counted whole on the allocation side before its memory
+ * is handed out, and whole on the release side before its memory can be
+ * reused.
+ *
+ * <h2>Writers</h2>
+ * The owner thread writes its own array with plain increments published by
+ * release stores: a single writer, no atomic instruction. Other threads
+ * count the releases (and resizes) of this thread's allocations in a second
+ * array with atomic adds, made at the first such release. The shared counters
+ * of virtual threads have no owner and count everything in that second array.
+ *
+ * <h2>Readers never make writers wait</h2>
+ * A snapshot ({@link ThreadCaches#snapshot}) reads the allocation side of
+ * every thread first, then the committed bytes, then the release side of
+ * every thread. A release it counts whose allocation it missed (both came
+ * after that thread's allocation side was read) only makes the figures low;
+ * what it can never do is count memory twice: a release that made memory
+ * reusable happened before the allocation that reused it, so if the snapshot
+ * saw that allocation it also sees the release, which it reads later. Hence,
+ * with negative categories raised to 0, reserved bytes never exceed the
+ * committed bytes read between the two passes, and requested never exceeds
+ * reserved. With no traffic during the read, the figures are exact.
+ */
+final class ThreadCounters {
+
+    static final int FIELDS = 8;
+    static final int REQUESTED_IN = 0;
+    static final int RESERVED_IN = 1;
+    static final int ALLOCATIONS = 2;
+    static final int CARVED_IN = 3;
+    /** The release side starts here: fields {@code OUT ..  FIELDS - 1}. */
+    static final int OUT = 4;
+    static final int REQUESTED_OUT = 4;
+    static final int RESERVED_OUT = 5;
+    static final int RELEASES = 6;
+    static final int CARVED_OUT = 7;
+    static final int COUNTERS = Category.MAX_CATEGORIES * FIELDS;
+
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle OWN_ARRAY;
+    private static final VarHandle REMOTE_ARRAY;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            OWN_ARRAY = lookup.findVarHandle(ThreadCounters.class, "own", long[].class);
+            REMOTE_ARRAY = lookup.findVarHandle(ThreadCounters.class, "remote", long[].class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** No owner: every count is an atomic add (the counters virtual threads share). */
+    private final boolean shared;
+    /**
+     * The owner's counts; single writer. Long enough for the categories the
+     * owner has allocated in: it replaces the array with a longer copy when it
+     * first allocates in a category beyond.
+     */
+    @SuppressWarnings("unused") // read and written through OWN_ARRAY
+    private long[] own;
+    /** Counts made by other threads, by atomic adds; null until the first. */
+    @SuppressWarnings("unused") // read and written through REMOTE_ARRAY
+    private long[] remote;
+
+    ThreadCounters(boolean shared) {
+        this.shared = shared;
+        this.own = new long[shared ? 0 : FIELDS];
+        this.remote = shared ? new long[COUNTERS] : null;
+    }
+
+    /** Counts a new allocation; on the owner thread (any thread for shared counters). */
+    void countAllocation(int categoryId, long requestedBytes, long reservedBytes, boolean carved) {
+        int base = categoryId * FIELDS;
+        if (shared) {
+            long[] r = remote();
+            SLOT.getAndAdd(r, base + RESERVED_IN, reservedBytes);
+            if (carved) {
+                SLOT.getAndAdd(r, base + CARVED_IN, reservedBytes);
+            }
+            SLOT.getAndAdd(r, base + REQUESTED_IN, requestedBytes);
+            SLOT.getAndAdd(r, base + ALLOCATIONS, 1L);
+            return;
+        }
+        long[] c = (long[]) OWN_ARRAY.get(this);
+        if (base + FIELDS > c.length) {
+            c = Arrays.copyOf(c, Math.min(COUNTERS, Math.max(base + FIELDS, 2 * c.length)));
+            OWN_ARRAY.setRelease(this, c);
+        }
+        SLOT.setRelease(c, base + RESERVED_IN, c[base + RESERVED_IN] + reservedBytes);
+        if (carved) {
+            SLOT.setRelease(c, base + CARVED_IN, c[base + CARVED_IN] + reservedBytes);
+        }
+        SLOT.setRelease(c, base + REQUESTED_IN, c[base + REQUESTED_IN] + requestedBytes);
+        SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
+    }
+
+    /** Counts the release of an allocation counted here, {@code carved} as when it was counted. */
+    void countRelease(int categoryId, long requestedBytes, long reservedBytes, boolean carved, boolean onOwnerThread) {
+        int base = categoryId * FIELDS;
+        if (onOwnerThread && !shared) {
+            long[] c = (long[]) OWN_ARRAY.get(this);
+            SLOT.setRelease(c, base + REQUESTED_OUT, c[base + REQUESTED_OUT] + requestedBytes);
+            SLOT.setRelease(c, base + RESERVED_OUT, c[base + RESERVED_OUT] + reservedBytes);
+            if (carved) {
+                SLOT.setRelease(c, base + CARVED_OUT, c[base + CARVED_OUT] + reservedBytes);
+            }
+            SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
+        } else {
+            long[] r = remote();
+            SLOT.getAndAdd(r, base + REQUESTED_OUT, requestedBytes);
+            SLOT.getAndAdd(r, base + RESERVED_OUT, reservedBytes);
+            if (carved) {
+                SLOT.getAndAdd(r, base + CARVED_OUT, reservedBytes);
+            }
+            SLOT.getAndAdd(r, base + RELEASES, 1L);
+        }
+    }
+
+    /** Counts a change of a live allocation's requested bytes (its reserved bytes stay). */
+    void countResize(int categoryId, long requestedDelta, boolean onOwnerThread) {
+        int base = categoryId * FIELDS;
+        if (onOwnerThread && !shared) {
+            long[] c = (long[]) OWN_ARRAY.get(this);
+            SLOT.setRelease(c, base + REQUESTED_IN, c[base + REQUESTED_IN] + requestedDelta);
+        } else {
+            SLOT.getAndAdd(remote(), base + REQUESTED_OUT, -requestedDelta);
+        }
+    }
+
+    /** The array other threads count in, made by the first of them. Any thread. */
+    private long[] remote() {
+        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
+        if (r == null) {
+            long[] made = new long[COUNTERS];
+            r = (long[]) REMOTE_ARRAY.compareAndExchangeRelease(this, null, made);
+            if (r == null) {
+                r = made;
+            }
+        }
+        return r;
+    }
+
+    /**
+     * Adds fields {@code from} to {@code from + 3} of each of the first
+     * {@code categories} categories, from both arrays, into {@code into} (laid
+     * out as the counters are). Any thread.
+     */
+    void addSide(long[] into, int categories, int from) {
+        addSide((long[]) OWN_ARRAY.getAcquire(this), into, categories, from);
+        addSide((long[]) REMOTE_ARRAY.getAcquire(this), into, categories, from);
+    }
+
+    private static void addSide(long[] counts, long[] into, int categories, int from) {
+        if (counts == null) {
+            return;
+        }
+        int n = Math.min(counts.length, categories * FIELDS);
+        for (int base = 0; base < n; base += FIELDS) {
+            for (int i = base + from; i < base + from + OUT; i++) {
+                into[i] += (long) SLOT.getAcquire(counts, i);
+            }
+        }
+    }
+
+    /** Adds every field of every category into {@code into}; for counters that no longer change. */
+    void addAll(long[] into) {
+        addSide(into, Category.MAX_CATEGORIES, 0);
+        addSide(into, Category.MAX_CATEGORIES, OUT);
+    }
+
+    /** Allocations counted here not yet released: exact once the owner is dead and no release is under way. */
+    long liveAllocations() {
+        long[] all = new long[COUNTERS];
+        addAll(all);
+        long live = 0;
+        for (int base = 0; base < COUNTERS; base += FIELDS) {
+            live += all[base + ALLOCATIONS] - all[base + RELEASES];
+        }
+        return live;
+    }
+}
