@@ -76,6 +76,20 @@ public final class Allocation {
         return reserved;
     }
 
+    /**
+     * Fills in where the memory lies and what it stands for, once its chunk
+     * and handle are set: the one place every allocation path fills a holder.
+     * The address follows from the chunk's region and the offset.
+     */
+    void place(int sizeIndex, int offset, Category category, int requested, int reserved) {
+        this.sizeIndex = sizeIndex;
+        this.offset = offset;
+        this.address = chunk.region.address() + offset;
+        this.category = category;
+        this.requested = requested;
+        this.reserved = reserved;
+    }
+
     void clear() {
         chunk = null;
         category = null;

@@ -28,7 +28,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class Arena {
 
-    final MemoryPool pool;
+    /** Where chunks come from and go back to. */
+    private final CommittedMemory committed;
+    /** Times how long chunks stay idle. */
+    private final Ticker ticker;
     final int index;
     final SizeClasses sizes;
     private final int pageShift;
@@ -67,8 +70,9 @@ final class Arena {
     private long chunksReleased;
     private long hugeAllocated;
 
-    Arena(MemoryPool pool, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity) {
-        this.pool = pool;
+    Arena(CommittedMemory committed, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity, Ticker ticker) {
+        this.committed = committed;
+        this.ticker = ticker;
         this.index = index;
         this.sizes = sizes;
         this.pageShift = Integer.numberOfTrailingZeros(sizes.pageSize());
@@ -306,7 +310,7 @@ final class Arena {
 
     private void afterRunFreed(Chunk chunk) {
         if (chunk.isEmpty()) {
-            chunk.idleSinceNanos = System.nanoTime();
+            chunk.idleSinceNanos = ticker.read();
             idleChunks++;
             if (idleChunks > maxIdleChunks) {
                 releaseChunk(chunk);
@@ -340,7 +344,7 @@ final class Arena {
         if (id == chunksById.length) {
             chunksById = java.util.Arrays.copyOf(chunksById, id * 2);
         }
-        NativeRegion region = pool.commit(sizes.chunkSize());
+        NativeRegion region = committed.commit(sizes.chunkSize());
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         chunks.add(chunk);
@@ -354,7 +358,7 @@ final class Arena {
         chunksById[chunk.id] = null;
         idleChunks--;
         chunksReleased++;
-        pool.decommit(chunk.region);
+        committed.decommit(chunk.region);
     }
 
     /**
@@ -368,7 +372,7 @@ final class Arena {
     synchronized int trim(long idleNanos, int keep) {
         remoteFrees.drain(this);
         releaseEmptySubpages();
-        long now = System.nanoTime();
+        long now = ticker.read();
         List<Chunk> idle = new ArrayList<>();
         for (Chunk chunk : chunks) {
             if (chunk.isEmpty()) {
@@ -402,7 +406,7 @@ final class Arena {
                 if (subpage.isEmpty()) {
                     releaseSubpage(subpage);
                     if (subpage.chunk.isEmpty()) {
-                        subpage.chunk.idleSinceNanos = System.nanoTime();
+                        subpage.chunk.idleSinceNanos = ticker.read();
                         idleChunks++;
                     }
                 }

@@ -46,14 +46,19 @@ import java.util.concurrent.atomic.AtomicLong;
  * region that has one (regions are kept in lists by free count, so that is
  * found without a scan), so lightly used regions can empty out.
  */
-public final class BlockPool implements Releaser {
+public final class BlockPool {
 
     /** How many sub-blocks make a block. */
     static final int SUB_BLOCKS_PER_BLOCK = 16;
     /** How many mini-blocks make a sub-block. */
     static final int MINI_BLOCKS_PER_SUB_BLOCK = 32;
 
-    private final MemoryPool pool;
+    private final Admission admission;
+    private final WholeChunks chunks;
+    /** Times how long blocks stay idle. */
+    private final Ticker ticker;
+    /** Takes slots back; private, so that no caller can release a slot twice. */
+    private final Releaser releaser = new SlotReleaser();
     private final Category category;
     private final SlotSize blocks;
     private final SlotSize subBlocks;
@@ -63,13 +68,16 @@ public final class BlockPool implements Releaser {
     private final ConcurrentLinkedDeque<SlotRegion> idleBlocks = new ConcurrentLinkedDeque<>();
     private final AtomicInteger idleBlockCount = new AtomicInteger();
 
-    BlockPool(MemoryPool pool, Category category, int blockSize, int stripes, int maxIdleBlocks) {
-        int chunkSize = pool.chunkSize();
+    BlockPool(Admission admission, WholeChunks chunks, Ticker ticker, Category category, int blockSize, int stripes,
+              int maxIdleBlocks) {
+        int chunkSize = chunks.chunkSize();
         checkArguments(chunkSize, blockSize, stripes);
         if (maxIdleBlocks < 0) {
             throw new IllegalArgumentException("idle blocks kept must not be negative: " + maxIdleBlocks);
         }
-        this.pool = pool;
+        this.admission = admission;
+        this.chunks = chunks;
+        this.ticker = ticker;
         this.category = category;
         this.maxIdleBlocks = maxIdleBlocks;
         this.blocks = new SlotSize(blockSize, blockSize, stripes, null); // a block is a region of its own
@@ -128,20 +136,19 @@ public final class BlockPool implements Releaser {
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or when a wait timed out
      */
     public List<Allocation> allocate(int size) {
-        pool.checkOpen();
+        admission.checkOpen();
         if (size <= 0) {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
         PayloadAttempt attempt = new PayloadAttempt();
-        int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : attempt.tryOnce(category, size, null);
-        if (refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, size, new Allocation(), refusal)) {
+        if (admission.admit(attempt, category, size, null)) {
             return attempt.parts;
         }
         return null;
     }
 
     /** All the parts of one payload, or none of them. */
-    private final class PayloadAttempt implements MemoryPool.Attempt {
+    private final class PayloadAttempt implements Attempt {
         List<Allocation> parts;
 
         @Override
@@ -165,11 +172,11 @@ public final class BlockPool implements Releaser {
                             minis - i, taken);
                 }
             } catch (RuntimeException | Error e) {
-                taken.forEach(pool::free);
+                taken.forEach(chunks::free);
                 throw e;
             }
             if (result != DONE) {
-                taken.forEach(pool::free);
+                taken.forEach(chunks::free);
                 return result;
             }
             parts = taken;
@@ -188,38 +195,39 @@ public final class BlockPool implements Releaser {
 
     /** Takes one whole block into {@code out}; the limit policy of the category applies. */
     public boolean allocateBlock(Allocation out) {
-        pool.checkOpen();
+        admission.checkOpen();
         MemoryPool.checkNotLive(out);
-        MemoryPool.Attempt attempt = (c, size, o) -> trySlot(blocks, blocks.slotSize, 1, o);
-        int refusal = pool.mustQueue(category) ? MemoryPool.Attempt.QUEUED : trySlot(blocks, blocks.slotSize, 1, out);
-        return refusal == MemoryPool.Attempt.DONE || pool.atLimit(attempt, category, blocks.slotSize, out, refusal);
+        return admission.admit((c, size, o) -> trySlot(blocks, blocks.slotSize, 1, o), category, blocks.slotSize, out);
     }
 
     private int trySlot(SlotSize slots, int requested, int want, Allocation out) {
         if (!category.admit(slots.slotSize)) {
-            return MemoryPool.Attempt.QUOTA;
+            return Attempt.QUOTA;
         }
         try {
             slots.take(requested, want, out);
-            return MemoryPool.Attempt.DONE;
-        } catch (MemoryPool.CeilingReached e) {
+            return Attempt.DONE;
+        } catch (CeilingReached e) {
             category.release(slots.slotSize);
-            return MemoryPool.Attempt.CEILING;
+            return Attempt.CEILING;
         } catch (RuntimeException | Error e) { // the chunk source failed: the quota is as it was
             category.release(slots.slotSize);
             throw e;
         }
     }
 
-    @Override
-    public void release(Allocation allocation) {
-        SlotToken token = (SlotToken) allocation.releaserToken;
-        token.region.owner().put(token.region, token.slot);
-    }
+    /** Takes a released slot back into its region, from any thread. */
+    private static final class SlotReleaser implements Releaser {
+        @Override
+        public void release(Allocation allocation) {
+            SlotToken token = (SlotToken) allocation.releaserToken;
+            token.region.owner().put(token.region, token.slot);
+        }
 
-    @Override
-    public boolean resizeInPlace(Allocation allocation, int newRequested) {
-        return newRequested > 0 && newRequested <= allocation.reserved;
+        @Override
+        public boolean resizeInPlace(Allocation allocation, int newRequested) {
+            return newRequested > 0 && newRequested <= allocation.reserved; // at 0 it moves: no slot or slice pinned by an empty buffer
+        }
     }
 
     /** Gives every idle block back to the operating system; returns how many. */
@@ -229,12 +237,12 @@ public final class BlockPool implements Releaser {
 
     /** Gives back the idle blocks that have been idle for at least {@code idleNanos}; returns how many. */
     int releaseIdleBlocks(long idleNanos) {
-        long now = System.nanoTime();
+        long now = ticker.read();
         int released = 0;
         for (SlotRegion block : idleBlocks) {
             if (now - block.idleSinceNanos >= idleNanos && idleBlocks.removeFirstOccurrence(block)) {
                 idleBlockCount.decrementAndGet();
-                pool.releaseBlockRegion(block.memory);
+                chunks.releaseBlockRegion(block.memory);
                 released++;
             }
         }
@@ -256,7 +264,7 @@ public final class BlockPool implements Releaser {
             idleBlockCount.decrementAndGet();
             return false;
         }
-        block.idleSinceNanos = System.nanoTime();
+        block.idleSinceNanos = ticker.read();
         idleBlocks.offerFirst(block);
         return true;
     }
@@ -306,16 +314,17 @@ public final class BlockPool implements Releaser {
 
         /** Takes a slot as a buffer's memory of {@code requested} bytes, accounted to the pool's category. */
         void take(int requested, int want, Allocation out) {
-            takeRegion(want, out);
-            out.category = category;
-            out.requested = requested;
-            out.reserved = slotSize;
-            out.releaser = BlockPool.this;
-            pool.countAllocation(category, requested, slotSize, out);
+            takeSlot(want, out, category, requested, slotSize);
+            out.releaser = releaser;
+            chunks.countCarved(category, requested, slotSize, out);
         }
 
         /** Takes a slot of this size as the region of a child size: not accounted, not a buffer. */
         void takeRegion(int want, Allocation out) {
+            takeSlot(want, out, null, 0, 0);
+        }
+
+        private void takeSlot(int want, Allocation out, Category category, int requested, int reserved) {
             Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
             SlotRegion region;
             int slot;
@@ -336,12 +345,16 @@ public final class BlockPool implements Releaser {
                 stripe.link(region);
             }
             stripe.live.incrementAndGet();
-            fill(out, region, slot);
+            Allocation memory = region.memory;
+            out.chunk = memory.chunk;
+            out.handle = memory.handle;
+            out.place(-1, (int) (memory.offset + (long) slot * slotSize), category, requested, reserved);
+            out.releaserToken = new SlotToken(region, slot);
         }
 
         private void acquireRegion(Allocation region) {
             if (parent == null) {
-                pool.acquireBlockRegion(slotSize, region);
+                chunks.acquireBlockRegion(slotSize, region);
             } else {
                 parent.takeRegion(1, region);
             }
@@ -352,24 +365,13 @@ public final class BlockPool implements Releaser {
             Allocation memory = region.memory;
             if (parent == null) {
                 if (!keepIdleBlock(region)) {
-                    pool.releaseBlockRegion(memory);
+                    chunks.releaseBlockRegion(memory);
                 }
             } else {
                 SlotToken token = (SlotToken) memory.releaserToken;
                 parent.put(token.region, token.slot);
                 memory.clear();
             }
-        }
-
-        private void fill(Allocation out, SlotRegion region, int slot) {
-            Allocation memory = region.memory;
-            long offset = (long) slot * slotSize;
-            out.chunk = memory.chunk;
-            out.handle = memory.handle;
-            out.sizeIndex = -1;
-            out.offset = (int) (memory.offset + offset);
-            out.address = memory.address + offset;
-            out.releaserToken = new SlotToken(region, slot);
         }
 
         void put(SlotRegion region, int slot) {

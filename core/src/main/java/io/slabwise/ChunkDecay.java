@@ -1,63 +1,82 @@
 package io.slabwise;
 
-import java.lang.ref.WeakReference;
-import java.util.Iterator;
+import java.time.Duration;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
- * Gives idle chunks back to the operating system once they have been idle for
- * the pool's decay time, like jemalloc's dirty-page decay. One daemon thread
- * per JVM ({@code slabwise-chunk-decay}) visits every live pool once a second;
- * it holds pools weakly, so a pool that is no longer used can be collected,
- * and it starts with the first pool that has a finite decay.
+ * The default {@link Scheduler}: one daemon thread per JVM
+ * ({@code slabwise-chunk-decay}) that runs every registered task once per its
+ * period, like jemalloc's background decay thread. It starts with the first
+ * task. Pools register a task that holds them weakly, so a pool nobody uses
+ * any more can be collected; such a task cancels itself.
  */
-final class ChunkDecay {
+final class ChunkDecay implements Scheduler {
 
-    private static final long PERIOD_MILLIS = 1000;
-    private static final ConcurrentLinkedQueue<WeakReference<MemoryPool>> POOLS = new ConcurrentLinkedQueue<>();
-    private static volatile Thread thread;
+    static final ChunkDecay INSTANCE = new ChunkDecay();
+
+    private final ConcurrentLinkedQueue<Task> tasks = new ConcurrentLinkedQueue<>();
+    private volatile Thread thread;
 
     private ChunkDecay() {
     }
 
-    static void register(MemoryPool pool) {
-        POOLS.add(new WeakReference<>(pool));
+    /** A task and when it runs next; its fields belong to the decay thread, but for the cancel flag. */
+    private static final class Task implements Cancellable {
+        final Runnable work;
+        final long periodNanos;
+        long nextRunNanos;
+        volatile boolean cancelled;
+
+        Task(Runnable work, long periodNanos) {
+            this.work = work;
+            this.periodNanos = periodNanos;
+            this.nextRunNanos = System.nanoTime() + periodNanos;
+        }
+
+        @Override
+        public void cancel() {
+            cancelled = true;
+        }
+    }
+
+    @Override
+    public Cancellable repeat(Runnable work, Duration period) {
+        if (period.isNegative() || period.isZero()) {
+            throw new IllegalArgumentException("period must be positive: " + period);
+        }
+        Task task = new Task(work, period.toNanos());
+        tasks.add(task);
         if (thread == null) {
-            synchronized (ChunkDecay.class) {
+            synchronized (this) {
                 if (thread == null) {
-                    Thread t = new Thread(ChunkDecay::run, "slabwise-chunk-decay");
+                    Thread t = new Thread(this::run, "slabwise-chunk-decay");
                     t.setDaemon(true);
                     t.start();
                     thread = t;
                 }
             }
         }
+        return task;
     }
 
-    /** Stops visiting {@code pool}; called when it is closed. */
-    static void unregister(MemoryPool pool) {
-        POOLS.removeIf(ref -> {
-            MemoryPool registered = ref.get();
-            return registered == null || registered == pool;
-        });
-    }
-
-    private static void run() {
+    private void run() {
+        long tick = Duration.ofMillis(100).toNanos();
         while (true) {
             try {
-                Thread.sleep(PERIOD_MILLIS);
+                Thread.sleep(tick / 1_000_000);
             } catch (InterruptedException e) {
                 return;
             }
-            for (Iterator<WeakReference<MemoryPool>> it = POOLS.iterator(); it.hasNext(); ) {
-                MemoryPool pool = it.next().get();
-                if (pool == null) {
-                    it.remove();
-                } else {
+            long now = System.nanoTime();
+            tasks.removeIf(task -> task.cancelled);
+            for (Task task : tasks) {
+                if (now - task.nextRunNanos >= 0 && !task.cancelled) {
+                    task.nextRunNanos = now + task.periodNanos;
                     try {
-                        pool.decay();
+                        task.work.run();
                     } catch (RuntimeException e) {
-                        // a failing chunk source must not stop decay for the other pools
+                        // a failing task (a broken chunk source) must not stop the others
+                        System.getLogger("io.slabwise").log(System.Logger.Level.WARNING, "background task failed", e);
                     }
                 }
             }

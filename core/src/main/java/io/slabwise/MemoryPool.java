@@ -1,13 +1,13 @@
 package io.slabwise;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.WeakReference;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The memory engine's public front: a pool of native memory carved from
@@ -49,36 +49,44 @@ import java.util.concurrent.atomic.AtomicLong;
  * alive through its thread cache, and the native memory it still held goes
  * back to the chunk source when the garbage collector finds it.
  *
+ * <h2>Parts</h2>
+ * This class routes; each job has a part of its own, and each engine class
+ * depends only on the part it uses:
+ * <table>
+ *   <caption>The parts of a pool</caption>
+ *   <tr><th>part</th><th>its job</th></tr>
+ *   <tr><td>{@link Admission}</td><td>open or closed, policies, quotas, the wait at a limit</td></tr>
+ *   <tr><td>{@link CommittedMemory}</td><td>regions taken from and given back to the chunk source, the ceiling</td></tr>
+ *   <tr><td>{@link ThreadCaches}</td><td>per-thread caches, arena binding, dead threads, counter snapshots</td></tr>
+ *   <tr><td>{@link IdleMemory}</td><td>decay, trim, reclaiming at the ceiling and after close</td></tr>
+ *   <tr><td>{@link WholeChunks}</td><td>what the sequential allocators and block pools take from the pool</td></tr>
+ *   <tr><td>{@link Arena}s</td><td>carving chunks into runs and subpages</td></tr>
+ * </table>
+ *
  * <p>Thread safety: all methods may be called from any thread.
  */
 public final class MemoryPool implements AutoCloseable {
 
+    private static final System.Logger LOGGER = System.getLogger(MemoryPool.class.getName());
     /** Gives back the native memory of pools dropped without {@link #close()}. */
     private static final Cleaner CLEANER = Cleaner.create();
-
-    private static final System.Logger LOGGER = System.getLogger(MemoryPool.class.getName());
+    /** How often idle memory is checked for decay. */
+    private static final Duration DECAY_PERIOD = Duration.ofSeconds(1);
 
     private final PoolConfig config;
     private final SizeClasses sizes;
     private final Arena[] arenas;
-    private final ChunkSource chunkSource;
+    private final CommittedMemory committed;
+    private final Admission admission;
     /** The thread caches: binding, dead-thread reclamation, counter snapshots. */
     final ThreadCaches threadCaches;
-    /** Every region taken from the chunk source and not given back: what a dropped pool's cleaner frees. */
-    private final Set<NativeRegion> committedRegions = ConcurrentHashMap.newKeySet();
-    private volatile boolean closed;
-    /** The caches virtual threads share, one per arena; also in the registry. */
+    private final IdleMemory idle;
+    private final WholeChunks wholeChunks;
+    private final Scheduler.Cancellable decayTask;
     private final ConcurrentHashMap<String, Category> categoriesByName = new ConcurrentHashMap<>();
     /** Categories by id; replaced by a longer copy when one is added (under {@code categoriesByName}'s lock). */
     private volatile Category[] categories = new Category[0];
     private final Category defaultCategory;
-    private final MemoryLimit limit;
-    /** Bytes of chunks handed out whole to sequential allocators and block pools. */
-    private final AtomicLong wholeChunkBytes = new AtomicLong();
-    private final AtomicLong hugeCommitted = new AtomicLong();
-    private final AtomicLong hugeCount = new AtomicLong();
-    /** Bytes of the block regions block pools hold, in use or idle. */
-    private final AtomicLong blockRegionBytes = new AtomicLong();
     /**
      * The sequential allocators and block pools made by this pool, by their
      * arguments: the same arguments give the same one, and trim and the
@@ -86,50 +94,55 @@ public final class MemoryPool implements AutoCloseable {
      */
     private final ConcurrentHashMap<String, SequentialAllocator> sequentialAllocators = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, BlockPool> blockPools = new ConcurrentHashMap<>();
+    private final Attempt generalAttempt = this::tryGeneral;
 
     /** Builds a pool from a configuration; see {@link PoolConfig#builder()}. */
     public MemoryPool(PoolConfig config) {
         this.config = Objects.requireNonNull(config, "config");
-        this.chunkSource = config.chunkSource();
         this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
-        this.limit = new MemoryLimit(config.maxMemory());
+        MemoryLimit limit = new MemoryLimit(config.maxMemory());
+        this.committed = new CommittedMemory(config.chunkSource(), limit);
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
-            arenas[i] = new Arena(this, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity());
+            arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
+                    config.ticker());
         }
-        this.threadCaches = new ThreadCaches(this, arenas, config);
+        this.threadCaches = new ThreadCaches(limit, arenas, config);
+        this.idle = new IdleMemory(arenas, threadCaches, config, sequentialAllocators.values(), blockPools.values());
+        this.admission = new Admission(config, limit, idle::reclaimAll, this::counters);
+        this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);
         }
-        ChunkDecay.register(this);
-        CLEANER.register(this, new RegionReclaimer(committedRegions, chunkSource));
+        CLEANER.register(this, committed.reclaimerOnCollection());
+        this.decayTask = new DecayTask(this).scheduleOn(config.scheduler());
         LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);
     }
 
-    /**
-     * Frees what a pool dropped without {@link #close()} still held; refers to
-     * the regions and the chunk source, never to the pool.
-     */
-    private static final class RegionReclaimer implements Runnable {
-        private final Set<NativeRegion> regions;
-        private final ChunkSource source;
+    /** The periodic decay; holds the pool weakly, so a pool nobody uses can be collected, and then cancels itself. */
+    private static final class DecayTask implements Runnable {
+        private final WeakReference<MemoryPool> pool;
+        private volatile Scheduler.Cancellable handle;
 
-        RegionReclaimer(Set<NativeRegion> regions, ChunkSource source) {
-            this.regions = regions;
-            this.source = source;
+        DecayTask(MemoryPool pool) {
+            this.pool = new WeakReference<>(pool);
+        }
+
+        Scheduler.Cancellable scheduleOn(Scheduler scheduler) {
+            Scheduler.Cancellable scheduled = scheduler.repeat(this, DECAY_PERIOD);
+            handle = scheduled;
+            return scheduled;
         }
 
         @Override
         public void run() {
-            for (NativeRegion region : regions) {
-                try {
-                    source.release(region);
-                } catch (RuntimeException e) {
-                    LOGGER.log(System.Logger.Level.WARNING, "could not give back a region of a dropped pool", e);
-                }
+            MemoryPool live = pool.get();
+            if (live != null) {
+                live.decay();
+            } else if (handle != null) {
+                handle.cancel();
             }
-            regions.clear();
         }
     }
 
@@ -146,15 +159,11 @@ public final class MemoryPool implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        if (!admission.close()) {
+            return;
         }
-        ChunkDecay.unregister(this);
-        limit.released(); // waiting callers wake up and find the pool closed
-        giveBackAfterClose();
+        decayTask.cancel();
+        idle.reclaimAll();
         threadCaches.forgetOwn();
         PoolStats stats = stats();
         if (stats.liveAllocations() > 0) {
@@ -173,45 +182,17 @@ public final class MemoryPool implements AutoCloseable {
 
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
-        return closed;
-    }
-
-    /** @throws IllegalStateException when the pool is closed */
-    void checkOpen() {
-        if (closed) {
-            throw new IllegalStateException("this pool is closed: no new allocations (" + config.chunkSource()
-                    + " chunks, " + committedBytes() + " bytes still committed for live buffers)");
-        }
-    }
-
-    /** Gives back everything idle now, and the caches this thread may flush: after close, at once and after each release. */
-    private void giveBackAfterClose() {
-        reclaimCaches();
-        releaseSpecialisedIdle();
-        for (Arena arena : arenas) {
-            arena.trim(0, 0);
-        }
+        return admission.isClosed();
     }
 
     /**
-     * Gives back chunks idle for longer than the decay time, keeping
-     * {@code minIdleChunks} of them. Called once a second by the decay thread.
+     * Gives back chunks and blocks idle for longer than the decay time, keeping
+     * {@code minIdleChunks} chunks. Called once a second on the pool's scheduler.
      *
-     * @return the number of chunks given back
+     * @return the number of chunks and blocks given back
      */
     int decay() {
-        reclaimDeadThreadCaches();
-        long decayNanos = config.idleChunkDecay().toNanos();
-        int keep = config.minIdleChunks();
-        int released = 0;
-        for (Arena arena : arenas) {
-            released += arena.trim(decayNanos, keep);
-            keep = Math.max(0, keep - arena.idleChunkCount());
-        }
-        for (BlockPool blocks : blockPools.values()) {
-            released += blocks.releaseIdleBlocks(decayNanos);
-        }
-        return released;
+        return idle.decay();
     }
 
     /**
@@ -282,7 +263,7 @@ public final class MemoryPool implements AutoCloseable {
         Category category = category(categoryName);
         int largest = Math.min(maxRequest, maxRequest());
         return sequentialAllocators.computeIfAbsent(categoryName + '/' + stripes + '/' + largest,
-                key -> new SequentialAllocator(this, category, stripes, largest));
+                key -> new SequentialAllocator(admission, wholeChunks, category, stripes, largest));
     }
 
     /** A block pool of 1 MiB blocks (or the chunk size, if smaller) for the named category. */
@@ -305,7 +286,8 @@ public final class MemoryPool implements AutoCloseable {
         BlockPool.checkArguments(chunkSize(), blockSize, stripes); // before the category takes one of its slots
         Category category = category(categoryName);
         return blockPools.computeIfAbsent(categoryName + '/' + blockSize + '/' + stripes,
-                key -> new BlockPool(this, category, blockSize, stripes, config.maxIdleBlocks()));
+                key -> new BlockPool(admission, wholeChunks, config.ticker(), category, blockSize, stripes,
+                        config.maxIdleBlocks()));
     }
 
     /** The category of allocations made without one ({@value Category#DEFAULT_NAME}). */
@@ -339,7 +321,7 @@ public final class MemoryPool implements AutoCloseable {
      *
      * @param requested bytes asked for, 0 to {@link Integer#MAX_VALUE} rounded down to a page
      * @throws IllegalArgumentException for a negative or oversized request
-     * @throws IllegalStateException    when {@code out} already holds live memory
+     * @throws IllegalStateException    when {@code out} already holds live memory, or the pool is closed
      */
     public boolean allocate(int requested, Allocation out) {
         return allocate(defaultCategory, requested, out);
@@ -352,7 +334,7 @@ public final class MemoryPool implements AutoCloseable {
      *
      * @return true when {@code out} was filled; false only under {@link LimitPolicy#RETURN_NULL}
      * @throws IllegalArgumentException for a negative or oversized request, or a category of another pool
-     * @throws IllegalStateException    when {@code out} already holds live memory
+     * @throws IllegalStateException    when {@code out} already holds live memory, or the pool is closed
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or after a {@link LimitPolicy#WAIT} timed out
      */
     public boolean allocate(Category category, int requested, Allocation out) {
@@ -362,57 +344,29 @@ public final class MemoryPool implements AutoCloseable {
 
     /** {@link #allocate(Category, int, Allocation)} for a category known to be this pool's. */
     boolean allocateInOwnCategory(Category category, int requested, Allocation out) {
-        checkOpen();
         checkRequest(requested);
         checkNotLive(out);
-        int refusal = mustQueue(category) ? Attempt.QUEUED : tryAllocate(category, requested, out);
-        return refusal == Attempt.DONE || atLimit(generalAttempt, category, requested, out, refusal);
-    }
-
-    /**
-     * Whether an allocation in {@code category} must line up behind callers
-     * already waiting instead of trying first: true, for callers that would
-     * wait themselves, while someone waits for the ceiling or for this
-     * category's quota, the resources this caller competes for. This keeps a
-     * stream of small requests from starving a large one, and leaves callers
-     * that compete for neither resource alone.
-     */
-    boolean mustQueue(Category category) {
-        return limit.hasWaiters() && (limit.ceilingQueue.hasWaiters() || category.quotaQueue.hasWaiters())
-                && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
-    }
-
-    private LimitPolicy policyOf(Category category) {
-        LimitPolicy policy = category.policy;
-        return policy != null ? policy : config.limitPolicy();
-    }
-
-    /** Whether any allocation waits at the ceiling or a quota right now; one volatile read. */
-    boolean hasLimitWaiters() {
-        return limit.hasWaiters();
+        return admission.admit(generalAttempt, category, requested, out);
     }
 
     /** Allocations waiting at the ceiling or a quota right now. */
     public int waitingAllocations() {
-        return limit.waiters();
+        return admission.waiters();
     }
 
     /**
-     * Like {@link #allocate(Category, int, Allocation)}, but returns false at a
-     * limit whatever the category's policy, without waiting.
+     * Like {@link #allocate(Category, int, Allocation)}, but never waits:
+     * with {@code returnFalseAtLimit} it returns false at a limit whatever the
+     * category's policy (a try-allocate); without, the category's policy
+     * applies.
      */
     public boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
-        checkOpen();
         checkRequest(requested);
         checkCategory(category);
         checkNotLive(out);
-        int refusal = tryAllocate(category, requested, out);
-        if (refusal == Attempt.DONE) {
-            return true;
-        }
         return returnFalseAtLimit
-                ? atLimit(generalAttempt, category, requested, out, refusal, LimitPolicy.RETURN_NULL)
-                : atLimit(generalAttempt, category, requested, out, refusal);
+                ? admission.tryAdmit(generalAttempt, category, requested, out)
+                : admission.admit(generalAttempt, category, requested, out);
     }
 
     static void checkNotLive(Allocation out) {
@@ -422,7 +376,7 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /** One try at the general pool: {@link Attempt#DONE}, or why it was refused. */
-    int tryAllocate(Category category, int requested, Allocation out) {
+    private int tryGeneral(Category category, int requested, Allocation out) {
         boolean huge = requested > sizes.chunkSize();
         int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
         int reserved = huge ? roundToPage(requested) : sizes.size(sizeIndex);
@@ -446,170 +400,13 @@ public final class MemoryPool implements AutoCloseable {
         }
     }
 
-    /** One try of an allocation strategy, used again and again at a limit. */
-    interface Attempt {
-        int DONE = 0;
-        int CEILING = 1;
-        int QUOTA = 2;
-        /** Not tried: other callers wait at a limit, and this one lines up behind them. */
-        int QUEUED = 3;
-
-        /** Tries once; returns {@link #DONE} or why the memory was refused. */
-        int tryOnce(Category category, int requested, Allocation out);
-    }
-
-    private final Attempt generalAttempt = this::tryAllocate;
-
-    /** Thrown inside the engine when taking a region would pass the ceiling; never escapes the pool. */
-    static final class CeilingReached extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        static final CeilingReached INSTANCE = new CeilingReached();
-
-        private CeilingReached() {
-            super("ceiling reached", null, false, false);
-        }
-    }
-
-    boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal) {
-        return atLimit(attempt, category, requested, out, refusal, policyOf(category));
-    }
-
-    /**
-     * The slow path at a limit: reclaim what can be reclaimed and try again,
-     * then apply {@code policy}. Returns true when {@code out} was filled.
-     */
-    boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal, LimitPolicy policy) {
-        if (refusal == Attempt.CEILING) {
-            reclaimForCeiling();
-            refusal = attempt.tryOnce(category, requested, out);
-            if (refusal == Attempt.DONE) {
-                return true;
-            }
-        }
-        if (policy == LimitPolicy.RETURN_NULL) {
-            return false;
-        }
-        failIfNeverSatisfiable(category, requested);
-        if (policy == LimitPolicy.FAIL || !config.waitAllowed().getAsBoolean() || config.waitTimeout().isZero()) {
-            throw limitException(category, requested, refusal,
-                    policy == LimitPolicy.WAIT ? " (waiting is not allowed on this thread)" : "");
-        }
-        long deadline = System.nanoTime() + config.waitTimeout().toNanos();
-        // first come, first served among the callers waiting for the same resource: only the head retries
-        MemoryLimit.WaitQueue queue = refusal == Attempt.QUOTA
-                || (refusal == Attempt.QUEUED && !limit.ceilingQueue.hasWaiters()) ? category.quotaQueue : limit.ceilingQueue;
-        long ticket = limit.enqueue(queue);
-        try {
-            if (!limit.awaitTurn(queue, ticket, deadline)) {
-                throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
-            }
-            checkOpen();
-            limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
-            while (true) {
-                long seen = limit.releaseCount();
-                refusal = attempt.tryOnce(category, requested, out);
-                if (refusal == Attempt.DONE) {
-                    return true;
-                }
-                if (refusal == Attempt.CEILING) {
-                    reclaimForCeiling();
-                    refusal = attempt.tryOnce(category, requested, out);
-                    if (refusal == Attempt.DONE) {
-                        return true;
-                    }
-                }
-                checkOpen();
-                if (!limit.awaitRelease(seen, deadline)) {
-                    throw limitException(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw limitException(category, requested, refusal, " (interrupted while waiting)");
-        } finally {
-            limit.retrying(null);
-            limit.dequeue(queue, ticket);
-        }
-    }
-
-    /**
-     * Fails a request that no release can ever make room for, rather than
-     * let it wait out its timeout: one larger than its category's quota or
-     * than the ceiling.
-     */
-    private void failIfNeverSatisfiable(Category category, int requested) {
-        if (category.tracked && requested > category.quota) {
-            throw limitException(category, requested, Attempt.QUOTA,
-                    " (the request is larger than the quota itself: it can never be satisfied)");
-        }
-        if (requested > limit.max) {
-            throw limitException(category, requested, Attempt.CEILING,
-                    " (the request is larger than the ceiling itself: it can never be satisfied)");
-        }
-    }
-
-    /**
-     * Flushes the caches of dead threads and this thread's cache into their
-     * arenas, and asks every other live thread to flush its own at its next
-     * operation (no thread is stopped).
-     */
-    private void reclaimCaches() {
-        threadCaches.reclaimDead();
-        threadCaches.requestFlushAll();
-        ThreadCache own = threadCaches.own();
-        if (own != null) {
-            own.flush();
-        }
-    }
-
-    /** Takes back what can be taken without stopping other threads: dead caches, this thread's cache, idle chunks. */
-    private void reclaimForCeiling() {
-        reclaimCaches();
-        releaseSpecialisedIdle();
-        for (Arena arena : arenas) {
-            arena.trim(0, 0);
-        }
-    }
-
-    /**
-     * Gives back the sequential allocators' spare chunks (to the arenas) and
-     * the block pools' idle blocks (to the OS); returns how many idle blocks.
-     */
-    private int releaseSpecialisedIdle() {
-        int released = 0;
-        for (SequentialAllocator sequential : sequentialAllocators.values()) {
-            sequential.retireEmptyOpenChunks(); // open chunks with no live slice: to the spare or the arena
-            sequential.releaseSpare(); // to its arena, whose trim counts it when it leaves
-        }
-        for (BlockPool blocks : blockPools.values()) {
-            released += blocks.releaseIdleBlocks(0);
-        }
-        return released;
-    }
-
     /**
      * The exception for a request refused at a limit, naming the category, the
      * request, the limit and the current usage; for callers that got false from
      * an allocation but cannot return null themselves.
      */
     public MemoryLimitException limitException(Category category, int requested) {
-        boolean quota = category.tracked && category.trackedReserved.get() + reservedSizeFor(Math.max(0, requested)) > category.quota;
-        return limitException(category, requested, quota ? Attempt.QUOTA : Attempt.CEILING, "");
-    }
-
-    private MemoryLimitException limitException(Category category, int requested, int refusal, String suffix) {
-        ThreadCaches.Snapshot counts = counters();
-        String usage = "requested=" + counts.totalRequested() + " reserved=" + counts.totalReserved()
-                + " committed=" + counts.committed;
-        if (refusal == Attempt.QUOTA) {
-            return new MemoryLimitException(MemoryLimitException.Kind.QUOTA, category.name(), requested, category.quota,
-                    "category '" + category + "' quota exceeded: request of " + requested + " bytes, quota "
-                            + category.quota + " bytes, category reserved " + category.trackedReserved.get()
-                            + " bytes; pool " + usage + suffix);
-        }
-        return new MemoryLimitException(MemoryLimitException.Kind.CEILING, category.name(), requested, limit.max,
-                "memory ceiling reached: category '" + category + "' requested " + requested + " bytes, limit "
-                        + limit.max + " bytes; pool " + usage + suffix);
+        return admission.exceptionFor(category, requested, reservedSizeFor(Math.max(0, requested)));
     }
 
     /**
@@ -624,13 +421,7 @@ public final class MemoryPool implements AutoCloseable {
         if (bytes < 0) {
             throw new IllegalArgumentException("quota of '" + categoryName + "' must not be negative: " + bytes);
         }
-        Category category = category(categoryName);
-        if (!category.tracked) {
-            throw new IllegalStateException("category '" + categoryName + "' has no quota: give it one with "
-                    + "PoolConfig.Builder.quota(name, bytes) (Long.MAX_VALUE for none yet) so its reserved bytes are tracked");
-        }
-        category.quota = bytes;
-        limit.released();
+        admission.setQuota(category(categoryName), bytes);
     }
 
     /** Changes the policy of one category at run time; null goes back to the pool's. */
@@ -640,7 +431,7 @@ public final class MemoryPool implements AutoCloseable {
 
     /** The ceiling on committed bytes; {@link Long#MAX_VALUE} when there is none. */
     public long maxMemory() {
-        return limit.max;
+        return admission.maxMemory();
     }
 
     private void checkCategory(Category category) {
@@ -666,6 +457,7 @@ public final class MemoryPool implements AutoCloseable {
         Releaser releaser = allocation.releaser;
         boolean onOwnerThread = owner.isOwnerThread();
         owner.countRelease(category, allocation.requested, reserved, releaser != null, onOwnerThread);
+        boolean closed = admission.isClosed();
         if (releaser != null) {
             releaser.release(allocation);
             allocation.clear();
@@ -675,10 +467,8 @@ public final class MemoryPool implements AutoCloseable {
             allocation.clear();
             if (chunk.huge) {
                 freeHuge(chunk);
-            } else if (closed) {
-                chunk.arena.free(chunk, handle); // a closed pool caches nothing
-            } else if (limit.hasWaiters()) {
-                chunk.arena.free(chunk, handle); // someone waits for memory: do not keep it in this thread's cache
+            } else if (closed || admission.hasWaiters()) {
+                chunk.arena.free(chunk, handle); // closed, or someone waits for memory: not into this thread's cache
             } else {
                 // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
                 (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
@@ -686,11 +476,11 @@ public final class MemoryPool implements AutoCloseable {
         }
         // read again now that the memory is back: a caller that began to wait after the read above
         // may already have failed its try, and must be woken by this release
-        if (category.release(reserved) || limit.hasWaiters()) {
-            limit.released();
+        if (category.release(reserved) || admission.hasWaiters()) {
+            admission.released();
         }
         if (closed) {
-            giveBackAfterClose();
+            idle.reclaimAll(); // a closed pool gives each chunk back as soon as it is empty
         }
     }
 
@@ -730,94 +520,31 @@ public final class MemoryPool implements AutoCloseable {
         allocation.requested = newRequested;
     }
 
-    /**
-     * Takes a whole chunk (an idle one if an arena has it) for a specialised
-     * allocator. The chunk counts as committed but not as requested or reserved:
-     * the specialised allocator accounts what it carves from it.
-     *
-     * @throws CeilingReached when a new chunk would pass the ceiling
-     */
-    void acquireChunk(Allocation out) {
-        ThreadCache cache = threadCaches.current();
-        cache.arena.allocate(sizes.count() - 1, out);
-        out.sizeIndex = sizes.count() - 1;
-        out.offset = 0;
-        out.address = out.chunk.region.address();
-        out.requested = 0;
-        out.reserved = 0;
-        wholeChunkBytes.addAndGet(sizes.chunkSize());
-    }
-
-    /** Gives back a chunk taken with {@link #acquireChunk}. */
-    void releaseChunk(Allocation chunk) {
-        wholeChunkBytes.addAndGet(-sizes.chunkSize());
-        chunk.chunk.arena.free(chunk.chunk, chunk.handle);
-        chunk.clear();
-    }
-
-    /**
-     * Takes a region of {@code size} bytes from the chunk source for a block
-     * pool: committed (and held to the ceiling) like a chunk, with no page
-     * structure.
-     *
-     * @throws CeilingReached when that would pass the ceiling
-     */
-    void acquireBlockRegion(int size, Allocation out) {
-        Chunk region = new Chunk(threadCaches.current().arena, commit(size));
-        blockRegionBytes.addAndGet(size);
-        wholeChunkBytes.addAndGet(size);
-        out.chunk = region;
-        out.handle = 0;
-        out.sizeIndex = -1;
-        out.offset = 0;
-        out.address = region.region.address();
-        out.requested = 0;
-        out.reserved = 0;
-    }
-
-    /** Gives back a region taken with {@link #acquireBlockRegion}. */
-    void releaseBlockRegion(Allocation region) {
-        int size = region.chunk.chunkSize();
-        blockRegionBytes.addAndGet(-size);
-        wholeChunkBytes.addAndGet(-size);
-        decommit(region.chunk.region);
-        region.clear();
-    }
-
-    /**
-     * Counts an allocation made by a specialised allocator on the calling
-     * thread, carved from one of its whole chunks or blocks.
-     */
-    void countAllocation(Category category, int requested, int reserved, Allocation out) {
-        threadCaches.current().countAllocation(category, requested, reserved, true, out);
-    }
-
     SizeClasses sizes() {
         return sizes;
     }
 
+    /** Whether any allocation waits at the ceiling or a quota right now; one volatile read. */
+    boolean hasLimitWaiters() {
+        return admission.hasWaiters();
+    }
+
     private void allocateHuge(ThreadCache cache, Category category, int requested, Allocation out) {
         int size = roundToPage(requested);
-        Chunk chunk = new Chunk(cache.arena, commit(size));
-        hugeCommitted.addAndGet(size);
-        hugeCount.incrementAndGet();
-        cache.arena.countHuge(1);
-        out.chunk = chunk;
+        out.chunk = new Chunk(cache.arena, committed.commit(size));
         out.handle = 0;
-        out.sizeIndex = -1;
-        out.offset = 0;
-        out.address = chunk.region.address();
-        out.category = category;
-        out.requested = requested;
-        out.reserved = size;
+        committed.hugeBytes.addAndGet(size);
+        committed.hugeCount.incrementAndGet();
+        cache.arena.countHuge(1);
+        out.place(-1, 0, category, requested, size);
         cache.countAllocation(category, requested, size, false, out);
     }
 
     private void freeHuge(Chunk chunk) {
-        hugeCommitted.addAndGet(-chunk.chunkSize());
-        hugeCount.decrementAndGet();
+        committed.hugeBytes.addAndGet(-chunk.chunkSize());
+        committed.hugeCount.decrementAndGet();
         chunk.arena.countHuge(-1);
-        decommit(chunk.region);
+        committed.decommit(chunk.region);
     }
 
     private int roundToPage(int size) {
@@ -839,37 +566,6 @@ public final class MemoryPool implements AutoCloseable {
         return Integer.MAX_VALUE & -config.pageSize();
     }
 
-    /**
-     * Takes {@code size} bytes from the chunk source.
-     *
-     * @throws CeilingReached when that would pass the ceiling
-     */
-    NativeRegion commit(int size) {
-        if (!limit.tryCommit(size)) {
-            throw CeilingReached.INSTANCE;
-        }
-        NativeRegion region;
-        try {
-            region = chunkSource.allocate(size);
-        } catch (RuntimeException | Error e) {
-            limit.uncommit(size);
-            throw e;
-        }
-        if (region.size() != size) {
-            chunkSource.release(region);
-            limit.uncommit(size);
-            throw new IllegalStateException("chunk source returned " + region.size() + " bytes for " + size);
-        }
-        committedRegions.add(region);
-        return region;
-    }
-
-    void decommit(NativeRegion region) {
-        committedRegions.remove(region);
-        chunkSource.release(region);
-        limit.uncommit(region.size());
-    }
-
     /** Caches of platform threads registered now; for tests. */
     int platformThreadCaches() {
         return threadCaches.platformCaches();
@@ -883,21 +579,15 @@ public final class MemoryPool implements AutoCloseable {
     /**
      * Gives back what is idle now: caches of dead threads are flushed, live
      * threads are asked to flush their caches at their next operation, this
-     * thread's cache is flushed at once, the sequential allocators' spare
-     * chunks and the block pools' idle blocks are given back, and idle chunks
-     * go back to the chunk source, all but the configured {@code minIdleChunks}.
+     * thread's cache is flushed at once, the sequential allocators' spare and
+     * empty open chunks and the block pools' idle blocks are given back, and
+     * idle chunks go back to the chunk source, all but the configured
+     * {@code minIdleChunks}.
      *
      * @return the number of chunks and idle blocks given back to the operating system
      */
     public int trim() {
-        reclaimCaches();
-        int released = releaseSpecialisedIdle();
-        int keep = config.minIdleChunks();
-        for (Arena arena : arenas) {
-            released += arena.trim(0, keep);
-            keep = Math.max(0, keep - arena.idleChunkCount());
-        }
-        return released;
+        return idle.trim();
     }
 
     /** Bytes live allocations asked for. */
@@ -912,12 +602,12 @@ public final class MemoryPool implements AutoCloseable {
 
     /** Native memory currently taken from the chunk source. */
     public long committedBytes() {
-        return limit.committed();
+        return committed.committed();
     }
 
     /** Every thread's counters, read without stopping any thread (see {@link ThreadCounters}). */
     private ThreadCaches.Snapshot counters() {
-        return threadCaches.snapshot(categories.length, limit::committed);
+        return threadCaches.snapshot(categories.length, committed::committed);
     }
 
     /**
@@ -933,7 +623,7 @@ public final class MemoryPool implements AutoCloseable {
             arenaSnapshots[i] = arenas[i].snapshot();
         }
         Category[] known = categories;
-        ThreadCaches.Snapshot counts = threadCaches.snapshot(known.length, limit::committed);
+        ThreadCaches.Snapshot counts = threadCaches.snapshot(known.length, committed::committed);
         List<CategoryStats> perCategory = new ArrayList<>(known.length);
         for (Category category : known) {
             int id = category.id;
@@ -943,9 +633,9 @@ public final class MemoryPool implements AutoCloseable {
                     counts.allocations(id), counts.releases(id), peak));
         }
         return new PoolStats(counts.totalRequested(), counts.totalReserved(), counts.committed,
-                hugeCommitted.get(), hugeCount.get(), blockRegionBytes.get(),
+                committed.hugeBytes.get(), committed.hugeCount.get(), committed.blockRegionBytes.get(),
                 counts.totalAllocations(), counts.totalReleases(), sizes.chunkSize(), arenaSnapshots, perCategory,
-                ResidentMemory.bytes(), Math.max(0, wholeChunkBytes.get() - counts.totalCarved()));
+                ResidentMemory.bytes(), Math.max(0, committed.wholeChunkBytes.get() - counts.totalCarved()));
     }
 
     @Override

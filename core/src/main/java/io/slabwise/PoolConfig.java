@@ -57,6 +57,8 @@ public final class PoolConfig {
     private final Duration idleChunkDecay;
     private final int minIdleChunks;
     private final BooleanSupplier waitAllowed;
+    private final Ticker ticker;
+    private final Scheduler scheduler;
 
     private PoolConfig(Builder b, long maxMemory) {
         this.maxMemory = maxMemory;
@@ -76,6 +78,8 @@ public final class PoolConfig {
         this.maxIdleBlocks = b.maxIdleBlocks;
         this.remoteFreeQueueCapacity = b.remoteFreeQueueCapacity;
         this.chunkSource = b.chunkSource;
+        this.ticker = b.ticker;
+        this.scheduler = b.scheduler;
     }
 
     /** A builder that starts from the system properties and the defaults. */
@@ -176,6 +180,16 @@ public final class PoolConfig {
         return minIdleChunks;
     }
 
+    /** The time source of idle-memory decay. */
+    public Ticker ticker() {
+        return ticker;
+    }
+
+    /** Where the periodic decay runs. */
+    public Scheduler scheduler() {
+        return scheduler;
+    }
+
     /** Tells whether the calling thread may wait for memory (false on event loops). */
     public BooleanSupplier waitAllowed() {
         return waitAllowed;
@@ -214,6 +228,8 @@ public final class PoolConfig {
         private BooleanSupplier waitAllowed = () -> true;
         private int remoteFreeQueueCapacity = 4096;
         private ChunkSource chunkSource = ChunkSource.preferred();
+        private Ticker ticker = Ticker.system();
+        private Scheduler scheduler = Scheduler.shared();
 
         private Builder() {
         }
@@ -273,6 +289,21 @@ public final class PoolConfig {
                 throw new IllegalArgumentException("remoteFreeQueueCapacity must be at least 2: " + entries);
             }
             this.remoteFreeQueueCapacity = entries;
+            return this;
+        }
+
+        /** The time source of idle-memory decay (default {@link Ticker#system()}); tests advance one by hand. */
+        public Builder ticker(Ticker ticker) {
+            this.ticker = Objects.requireNonNull(ticker, "ticker");
+            return this;
+        }
+
+        /**
+         * Where the periodic decay runs (default {@link Scheduler#shared()}, one
+         * daemon thread for the JVM); tests run it by hand.
+         */
+        public Builder scheduler(Scheduler scheduler) {
+            this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
             return this;
         }
 

@@ -62,13 +62,18 @@ import java.util.concurrent.atomic.AtomicReference;
  * and one to this allocator's released bytes. Live bytes are the carved bytes
  * less the released ones, summed when {@link #stats()} is taken.
  */
-public final class SequentialAllocator implements Allocator, Releaser, MemoryPool.Attempt {
+public final class SequentialAllocator implements Allocator {
 
     /** Slices are rounded up to a multiple of this many bytes. */
     public static final int ALIGNMENT = 8;
 
-    private final MemoryPool pool;
+    private final Admission admission;
+    private final WholeChunks chunks;
     private final Category category;
+    /** Takes slices back and decides resizes; private, so that no caller can release a slice twice. */
+    private final Releaser releaser = new SliceReleaser();
+    /** One try at carving a slice, as admission retries it at a limit. */
+    private final Attempt attempt = this::tryOnce;
     private final Stripe[] stripes;
     private final int chunkSize;
     private final int maxSliceSize;
@@ -83,11 +88,12 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     private final AtomicLong wastedTailBytes = new AtomicLong();
     private final AtomicLong fallbackAllocations = new AtomicLong();
 
-    SequentialAllocator(MemoryPool pool, Category category, int stripes, int maxRequest) {
+    SequentialAllocator(Admission admission, WholeChunks chunks, Category category, int stripes, int maxRequest) {
         checkArguments(stripes, maxRequest);
-        this.pool = pool;
+        this.admission = admission;
+        this.chunks = chunks;
         this.category = category;
-        this.chunkSize = pool.chunkSize();
+        this.chunkSize = chunks.chunkSize();
         this.maxSliceSize = chunkSize / 4;
         this.maxTailWaste = chunkSize / 256;
         this.maxRequest = maxRequest;
@@ -119,36 +125,34 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
 
     @Override
     public boolean allocate(int requested, Allocation out) {
-        pool.checkOpen();
+        admission.checkOpen();
         if (requested <= 0 || requested > maxRequest) {
             throw new IllegalArgumentException("sequential allocator '" + category + "': size must be from 1 to "
                     + maxRequest + " bytes: " + requested);
         }
         MemoryPool.checkNotLive(out);
-        int refusal = pool.mustQueue(category) ? QUEUED : tryOnce(category, requested, out);
-        return refusal == DONE || pool.atLimit(this, category, requested, out, refusal);
+        return admission.admit(attempt, category, requested, out);
     }
 
     /** One try: a slice, or the general pool for requests larger than a quarter chunk. */
-    @Override
-    public int tryOnce(Category c, int requested, Allocation out) {
+    private int tryOnce(Category c, int requested, Allocation out) {
         int reserved = (requested + ALIGNMENT - 1) & -ALIGNMENT;
         if (reserved > maxSliceSize) {
             return fallback(requested, out);
         }
         if (!category.admit(reserved)) {
-            return QUOTA;
+            return Attempt.QUOTA;
         }
         try {
             carve(requested, reserved, out);
-        } catch (MemoryPool.CeilingReached e) {
+        } catch (CeilingReached e) {
             category.release(reserved);
-            return CEILING;
+            return Attempt.CEILING;
         } catch (RuntimeException | Error e) { // the chunk source failed: the quota is as it was
             category.release(reserved);
             throw e;
         }
-        return DONE;
+        return Attempt.DONE;
     }
 
     /** Carves a slice from the calling thread's stripe. */
@@ -167,15 +171,10 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
         Allocation memory = slab.memory;
         out.chunk = memory.chunk;
         out.handle = memory.handle;
-        out.sizeIndex = -1;
-        out.offset = memory.offset + offset;
-        out.address = memory.address + offset;
-        out.category = category;
-        out.requested = requested;
-        out.reserved = reserved;
-        out.releaser = this;
+        out.place(-1, memory.offset + offset, category, requested, reserved);
+        out.releaser = releaser;
         out.releaserToken = slab;
-        pool.countAllocation(category, requested, reserved, out);
+        chunks.countCarved(category, requested, reserved, out);
     }
 
     /**
@@ -230,8 +229,8 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
     }
 
     private int fallback(int requested, Allocation out) {
-        int result = pool.tryAllocate(category, requested, out);
-        if (result == DONE) {
+        int result = chunks.tryGeneralPool(category, requested, out);
+        if (result == Attempt.DONE) {
             fallbackAllocations.incrementAndGet();
         }
         return result;
@@ -244,21 +243,24 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
             return slab;
         }
         slab = new SlabChunk();
-        pool.acquireChunk(slab.memory);
+        chunks.acquireChunk(slab.memory);
         chunksHeld.incrementAndGet();
         return slab;
     }
 
-    @Override
-    public void release(Allocation allocation) {
-        int reserved = allocation.reserved;
-        releasedBytes.addAndGet(reserved);
-        ((SlabChunk) allocation.releaserToken).release(reserved);
-    }
+    /** Takes a released slice back into its chunk, from any thread. */
+    private final class SliceReleaser implements Releaser {
+        @Override
+        public void release(Allocation allocation) {
+            int reserved = allocation.reserved;
+            releasedBytes.addAndGet(reserved);
+            ((SlabChunk) allocation.releaserToken).release(reserved);
+        }
 
-    @Override
-    public boolean resizeInPlace(Allocation allocation, int newRequested) {
-        return newRequested > 0 && newRequested <= allocation.reserved;
+        @Override
+        public boolean resizeInPlace(Allocation allocation, int newRequested) {
+            return newRequested > 0 && newRequested <= allocation.reserved; // at 0 it moves: no slot or slice pinned by an empty buffer
+        }
     }
 
     /** Called by whoever dropped a chunk's count to zero: it becomes the spare, or goes back to the pool. */
@@ -267,7 +269,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
             return;
         }
         chunksHeld.decrementAndGet();
-        pool.releaseChunk(slab.memory);
+        chunks.releaseChunk(slab.memory);
     }
 
     /**
@@ -331,7 +333,7 @@ public final class SequentialAllocator implements Allocator, Releaser, MemoryPoo
             return 0;
         }
         chunksHeld.decrementAndGet();
-        pool.releaseChunk(idle.memory);
+        chunks.releaseChunk(idle.memory);
         return 1;
     }
 

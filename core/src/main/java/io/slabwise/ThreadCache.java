@@ -73,7 +73,10 @@ final class ThreadCache {
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
     static final int REFILL_BATCH = 16;
 
-    final MemoryPool pool;
+    /** The pool's thread caches, for reclaiming dead threads' caches when the arena grows. */
+    private final ThreadCaches caches;
+    /** Whether callers wait for memory: refills then take a single allocation. */
+    private final MemoryLimit limit;
     final Arena arena;
     /** The owning thread; null for a shared cache. */
     private final WeakReference<Thread> owner;
@@ -117,13 +120,15 @@ final class ThreadCache {
         }
     }
 
-    ThreadCache(MemoryPool pool, Arena arena, Thread owner, int maxCachedSize, int maxCachedBytesPerClass, int maxEntriesPerClass) {
-        this(pool, arena, owner, false, maxCachedSize, maxCachedBytesPerClass, maxEntriesPerClass);
+    ThreadCache(ThreadCaches caches, MemoryLimit limit, Arena arena, Thread owner, int maxCachedSize,
+                int maxCachedBytesPerClass, int maxEntriesPerClass) {
+        this(caches, limit, arena, owner, false, maxCachedSize, maxCachedBytesPerClass, maxEntriesPerClass);
     }
 
-    private ThreadCache(MemoryPool pool, Arena arena, Thread owner, boolean shared, int maxCachedSize,
+    private ThreadCache(ThreadCaches caches, MemoryLimit limit, Arena arena, Thread owner, boolean shared, int maxCachedSize,
                         int maxCachedBytesPerClass, int maxEntriesPerClass) {
-        this.pool = pool;
+        this.caches = caches;
+        this.limit = limit;
         this.arena = arena;
         this.owner = owner == null ? null : new WeakReference<>(owner);
         this.shared = shared;
@@ -138,8 +143,8 @@ final class ThreadCache {
     }
 
     /** The cache that virtual threads bound to {@code arena} share: no stacks, atomic counters. */
-    static ThreadCache shared(MemoryPool pool, Arena arena) {
-        return new ThreadCache(pool, arena, null, true, 0, 0, 0);
+    static ThreadCache shared(ThreadCaches caches, MemoryLimit limit, Arena arena) {
+        return new ThreadCache(caches, limit, arena, null, true, 0, 0, 0);
     }
 
     /** The stack of cached class {@code sizeIndex}, made on first use. Owner thread only. */
@@ -176,7 +181,7 @@ final class ThreadCache {
             out.handle = stack.handles[n];
         } else if (stack != null) {
             // refill the stack with a batch under one lock, then take from it
-            int batch = pool.hasLimitWaiters() ? 1 : Math.min(REFILL_BATCH, stack.chunkIds.length);
+            int batch = limit.hasWaiters() ? 1 : Math.min(REFILL_BATCH, stack.chunkIds.length);
             n = arena.allocateBatch(sizeIndex, stack.chunkIds, stack.handles, batch) - 1;
             stack.count = n;
             out.chunk = arena.chunk(stack.chunkIds[n]);
@@ -186,15 +191,9 @@ final class ThreadCache {
             arena.allocate(sizeIndex, out);
             afterArenaAllocation();
         }
-        Chunk chunk = out.chunk;
-        int offset = (int) chunk.offset(out.handle);
-        out.sizeIndex = sizeIndex;
-        out.offset = offset;
-        out.address = chunk.region.address() + offset;
-        out.category = category;
-        out.requested = requested;
-        out.reserved = sizes.size(sizeIndex);
-        countAllocation(category, requested, out.reserved, false, out);
+        int reserved = sizes.size(sizeIndex);
+        out.place(sizeIndex, (int) out.chunk.offset(out.handle), category, requested, reserved);
+        countAllocation(category, requested, reserved, false, out);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
@@ -203,7 +202,7 @@ final class ThreadCache {
     private void afterArenaAllocation() {
         if (arena.grew) {
             arena.grew = false;
-            pool.threadCaches.tryReclaimDead();
+            caches.tryReclaimDead();
         }
     }
 

@@ -31,7 +31,7 @@ import java.util.function.LongSupplier;
  */
 final class ThreadCaches {
 
-    private final MemoryPool pool;
+    private final MemoryLimit limit;
     private final Arena[] arenas;
     private final PoolConfig config;
     /** This pool's cache on each platform thread, held weakly: a thread's map never keeps the pool alive. */
@@ -47,13 +47,13 @@ final class ThreadCaches {
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
 
-    ThreadCaches(MemoryPool pool, Arena[] arenas, PoolConfig config) {
-        this.pool = pool;
+    ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config) {
+        this.limit = limit;
         this.arenas = arenas;
         this.config = config;
         this.shared = new ThreadCache[arenas.length];
         for (int i = 0; i < arenas.length; i++) {
-            shared[i] = ThreadCache.shared(pool, arenas[i]);
+            shared[i] = ThreadCache.shared(this, limit, arenas[i]);
         }
         this.live = shared.clone();
     }
@@ -97,7 +97,7 @@ final class ThreadCaches {
                 }
             }
             arena.boundThreads.incrementAndGet();
-            cache = new ThreadCache(pool, arena, thread, config.maxCachedSize(),
+            cache = new ThreadCache(this, limit, arena, thread, config.maxCachedSize(),
                     config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
             ThreadCache[] grown = Arrays.copyOf(live, live.length + 1);
             grown[grown.length - 1] = cache;

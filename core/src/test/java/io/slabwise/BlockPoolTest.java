@@ -56,7 +56,7 @@ class BlockPoolTest {
     }
 
     private static boolean isSlot(Allocation part) {
-        return part.releaser instanceof BlockPool;
+        return part.releaser != null && part.releaser.getClass().getEnclosingClass() == BlockPool.class;
     }
 
     /** How many mini-blocks hold what is left of {@code size} after its whole blocks and sub-blocks. */

@@ -36,7 +36,8 @@ class RemoteFreeQueueTest {
      * test alone decides when the consumer runs.
      */
     private static Arena standaloneArena(MemoryPool pool, int queueCapacity) {
-        return new Arena(pool, 99, pool.sizes(), Integer.MAX_VALUE, queueCapacity); // keeps its idle chunks until trimmed
+        CommittedMemory memory = new CommittedMemory(pool.config().chunkSource(), new MemoryLimit(Long.MAX_VALUE));
+        return new Arena(memory, 99, pool.sizes(), Integer.MAX_VALUE, queueCapacity, Ticker.system()); // keeps idle chunks until trimmed
     }
 
     /** Allocates straight from the arena: one element of 48 bytes, or one run of two pages for every eighth. */

@@ -181,7 +181,7 @@ class SequentialAllocatorTest {
 
     /** Whether {@code a} is a slice of a slab chunk rather than general-pool memory. */
     private static boolean isSlice(Allocation a) {
-        return a.releaser instanceof SequentialAllocator;
+        return a.releaser != null && a.releaser.getClass().getEnclosingClass() == SequentialAllocator.class;
     }
 
     /**

@@ -1,0 +1,231 @@
+package io.slabwise;
+
+import java.util.function.Supplier;
+
+/**
+ * Admission: whether an allocation may take memory now, and what happens when
+ * it may not. It owns the pool's open/closed state, the policies, the quota
+ * changes and the wait at a limit; the ceiling and the wait queues themselves
+ * are in {@link MemoryLimit}, each category's quota in its {@link Category}.
+ *
+ * <pre>
+ *  allocate ──▶ closed? ──yes──▶ IllegalStateException
+ *                 │no
+ *                 ▼
+ *        others wait for my resource (ceiling, or my category's quota) and I would wait too?
+ *                 │yes: line up (QUEUED)                │no
+ *                 │                                     ▼
+ *                 │                            attempt.tryOnce ──DONE──▶ filled
+ *                 │                                     │CEILING / QUOTA
+ *                 ▼                                     ▼
+ *              atLimit: reclaim idle memory and retry (ceiling) ──▶ policy:
+ *                 RETURN_NULL → false;  FAIL → MemoryLimitException;
+ *                 never satisfiable (larger than the quota or the ceiling) → MemoryLimitException at once;
+ *                 WAIT → queue of that resource, first come first served, until memory is released or the timeout
+ * </pre>
+ *
+ * Any thread; no lock but the limit's, and never while an arena lock is held.
+ */
+final class Admission {
+
+    private final PoolConfig config;
+    private final MemoryLimit limit;
+    /** Takes back idle memory before a refusal at the ceiling. */
+    private final Runnable reclaimForCeiling;
+    /** The pool's counters, for the figures in a refusal's message. */
+    private final Supplier<ThreadCaches.Snapshot> counters;
+    private volatile boolean closed;
+
+    Admission(PoolConfig config, MemoryLimit limit, Runnable reclaimForCeiling, Supplier<ThreadCaches.Snapshot> counters) {
+        this.config = config;
+        this.limit = limit;
+        this.reclaimForCeiling = reclaimForCeiling;
+        this.counters = counters;
+    }
+
+    /** Refuses every allocation from now on and wakes the callers waiting at a limit; false when already closed. */
+    synchronized boolean close() {
+        if (closed) {
+            return false;
+        }
+        closed = true;
+        limit.released(); // waiting callers wake up and find the pool closed
+        return true;
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** @throws IllegalStateException when the pool is closed */
+    void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("this pool is closed: no new allocations (" + config.chunkSource()
+                    + " chunks, " + limit.committed() + " bytes still committed for live buffers)");
+        }
+    }
+
+    /** The ceiling on committed bytes; {@link Long#MAX_VALUE} when there is none. */
+    long maxMemory() {
+        return limit.max;
+    }
+
+    /** Whether any allocation waits at the ceiling or a quota right now; one volatile read. */
+    boolean hasWaiters() {
+        return limit.hasWaiters();
+    }
+
+    /** Allocations waiting at the ceiling or a quota right now. */
+    int waiters() {
+        return limit.waiters();
+    }
+
+    /** Memory was given back: wakes callers waiting for it, if any. */
+    void released() {
+        limit.released();
+    }
+
+    /**
+     * Whether an allocation in {@code category} must line up behind callers
+     * already waiting instead of trying first: true, for callers that would
+     * wait themselves, while someone waits for the ceiling or for this
+     * category's quota, the resources this caller competes for. This keeps a
+     * stream of small requests from starving a large one, and leaves callers
+     * that compete for neither resource alone.
+     */
+    boolean mustQueue(Category category) {
+        return limit.hasWaiters() && (limit.ceilingQueue.hasWaiters() || category.quotaQueue.hasWaiters())
+                && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
+    }
+
+    /** Tries once unless the caller must line up; then, or when refused, the slow path. */
+    boolean admit(Attempt attempt, Category category, int requested, Allocation out) {
+        checkOpen();
+        int refusal = mustQueue(category) ? Attempt.QUEUED : attempt.tryOnce(category, requested, out);
+        return refusal == Attempt.DONE || atLimit(attempt, category, requested, out, refusal, policyOf(category));
+    }
+
+    /** {@link #admit} under {@link LimitPolicy#RETURN_NULL} whatever the category's policy: never waits. */
+    boolean tryAdmit(Attempt attempt, Category category, int requested, Allocation out) {
+        checkOpen();
+        int refusal = attempt.tryOnce(category, requested, out);
+        return refusal == Attempt.DONE || atLimit(attempt, category, requested, out, refusal, LimitPolicy.RETURN_NULL);
+    }
+
+    private LimitPolicy policyOf(Category category) {
+        LimitPolicy policy = category.policy;
+        return policy != null ? policy : config.limitPolicy();
+    }
+
+    /**
+     * The slow path at a limit: reclaim what can be reclaimed and try again,
+     * then apply {@code policy}. Returns true when {@code out} was filled.
+     */
+    private boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal, LimitPolicy policy) {
+        if (refusal == Attempt.CEILING) {
+            reclaimForCeiling.run();
+            refusal = attempt.tryOnce(category, requested, out);
+            if (refusal == Attempt.DONE) {
+                return true;
+            }
+        }
+        if (policy == LimitPolicy.RETURN_NULL) {
+            return false;
+        }
+        failIfNeverSatisfiable(category, requested);
+        if (policy == LimitPolicy.FAIL || !config.waitAllowed().getAsBoolean() || config.waitTimeout().isZero()) {
+            throw exception(category, requested, refusal,
+                    policy == LimitPolicy.WAIT ? " (waiting is not allowed on this thread)" : "");
+        }
+        long deadline = System.nanoTime() + config.waitTimeout().toNanos();
+        // first come, first served among the callers waiting for the same resource: only the head retries
+        MemoryLimit.WaitQueue queue = refusal == Attempt.QUOTA
+                || (refusal == Attempt.QUEUED && !limit.ceilingQueue.hasWaiters()) ? category.quotaQueue : limit.ceilingQueue;
+        long ticket = limit.enqueue(queue);
+        try {
+            if (!limit.awaitTurn(queue, ticket, deadline)) {
+                throw exception(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
+            }
+            checkOpen();
+            limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
+            while (true) {
+                long seen = limit.releaseCount();
+                refusal = attempt.tryOnce(category, requested, out);
+                if (refusal == Attempt.DONE) {
+                    return true;
+                }
+                if (refusal == Attempt.CEILING) {
+                    reclaimForCeiling.run();
+                    refusal = attempt.tryOnce(category, requested, out);
+                    if (refusal == Attempt.DONE) {
+                        return true;
+                    }
+                }
+                checkOpen();
+                if (!limit.awaitRelease(seen, deadline)) {
+                    throw exception(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw exception(category, requested, refusal, " (interrupted while waiting)");
+        } finally {
+            limit.retrying(null);
+            limit.dequeue(queue, ticket);
+        }
+    }
+
+    /**
+     * Fails a request that no release can ever make room for, rather than
+     * let it wait out its timeout: one larger than its category's quota or
+     * than the ceiling.
+     */
+    private void failIfNeverSatisfiable(Category category, int requested) {
+        if (category.tracked && requested > category.quota) {
+            throw exception(category, requested, Attempt.QUOTA,
+                    " (the request is larger than the quota itself: it can never be satisfied)");
+        }
+        if (requested > limit.max) {
+            throw exception(category, requested, Attempt.CEILING,
+                    " (the request is larger than the ceiling itself: it can never be satisfied)");
+        }
+    }
+
+    /**
+     * The exception for a request of {@code reserved} bytes refused at a limit,
+     * naming the category, the request, the limit and the current usage; the
+     * quota is blamed when it has no room for that many bytes.
+     */
+    MemoryLimitException exceptionFor(Category category, int requested, long reserved) {
+        boolean quota = category.tracked && category.trackedReserved.get() + reserved > category.quota;
+        return exception(category, requested, quota ? Attempt.QUOTA : Attempt.CEILING, "");
+    }
+
+    private MemoryLimitException exception(Category category, int requested, int refusal, String suffix) {
+        ThreadCaches.Snapshot counts = counters.get();
+        String usage = "requested=" + counts.totalRequested() + " reserved=" + counts.totalReserved()
+                + " committed=" + counts.committed;
+        if (refusal == Attempt.QUOTA) {
+            return new MemoryLimitException(MemoryLimitException.Kind.QUOTA, category.name(), requested, category.quota,
+                    "category '" + category + "' quota exceeded: request of " + requested + " bytes, quota "
+                            + category.quota + " bytes, category reserved " + category.trackedReserved.get()
+                            + " bytes; pool " + usage + suffix);
+        }
+        return new MemoryLimitException(MemoryLimitException.Kind.CEILING, category.name(), requested, limit.max,
+                "memory ceiling reached: category '" + category + "' requested " + requested + " bytes, limit "
+                        + limit.max + " bytes; pool " + usage + suffix);
+    }
+
+    /** Changes a tracked category's quota at run time and lets waiting callers try again. */
+    void setQuota(Category category, long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("quota of '" + category + "' must not be negative: " + bytes);
+        }
+        if (!category.tracked) {
+            throw new IllegalStateException("category '" + category + "' has no quota: give it one with "
+                    + "PoolConfig.Builder.quota(name, bytes) (Long.MAX_VALUE for none yet) so its reserved bytes are tracked");
+        }
+        category.quota = bytes;
+        limit.released();
+    }
+}
