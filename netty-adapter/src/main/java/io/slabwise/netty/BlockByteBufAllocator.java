@@ -44,7 +44,7 @@ public final class BlockByteBufAllocator {
         CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
         for (Allocation part : parts) {
             ByteBuf component = SlabwiseDirectByteBuf.wrap(view, parent.pool(), blocks.generalAllocator(), part,
-                    part.requestedBytes());
+                    part.requestedBytes(), parent.nativeAccess());
             component.writerIndex(component.capacity());
             composite.addComponent(false, component);
         }

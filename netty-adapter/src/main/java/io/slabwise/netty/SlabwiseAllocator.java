@@ -37,14 +37,31 @@ import java.util.concurrent.atomic.LongAdder;
  * are plain (unpooled) Java arrays, left to the garbage collector; composite
  * buffers are Netty's {@code CompositeByteBuf} over pooled components.
  *
+ * <p>Direct buffers use native loads and stores, and report a memory address,
+ * where Netty has {@code sun.misc.Unsafe}; elsewhere (Netty 4.2 on JDK 24 and
+ * later, by default) they work through NIO and {@code hasMemoryAddress()} is
+ * false. Copies between any two buffers work either way. Unlike Netty's own
+ * buffers, a slice or duplicate never reaches past its parent's current
+ * capacity: after the parent shrinks, such an access throws
+ * {@link IndexOutOfBoundsException} instead of touching memory that now belongs
+ * to another buffer.
+ *
+ * <p>Lifecycle: {@link #close()} closes the pool (see {@link MemoryPool#close()}):
+ * new buffers are refused with {@link IllegalStateException}, idle memory goes
+ * back at once, and each chunk goes back as soon as its last buffer is
+ * released. Close it after the event loops that use it have shut down.
+ *
  * <p>Thread safety: an allocator may be shared by any number of threads, and a
  * buffer may be released on a thread other than the one that allocated it.
  */
-public final class SlabwiseAllocator extends AbstractByteBufAllocator implements ByteBufAllocatorMetricProvider {
+public final class SlabwiseAllocator extends AbstractByteBufAllocator
+        implements ByteBufAllocatorMetricProvider, AutoCloseable {
 
     private final MemoryPool pool;
     private final Allocator defaultSource;
     private final boolean recycleBuffers;
+    /** Whether buffers use native loads and stores (where the JVM allows them at all). */
+    private final boolean nativeAccess;
     private final boolean preferDirect;
     private final ConcurrentHashMap<String, CategoryByteBufAllocator> views = new ConcurrentHashMap<>();
     /** Bytes of live heap buffers' arrays. */
@@ -55,6 +72,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
         super(builder.preferDirect);
         this.pool = new MemoryPool(builder.pool.build());
         this.recycleBuffers = builder.recycleBuffers;
+        this.nativeAccess = builder.nativeAccess;
         this.preferDirect = builder.preferDirect;
         this.defaultSource = pool.allocator(pool.defaultCategory());
     }
@@ -85,7 +103,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
     ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
         SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
-                recycleBuffers);
+                recycleBuffers, nativeAccess);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 
@@ -100,7 +118,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
     public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
         validate(initialCapacity, maxCapacity);
         SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.tryAllocate(this, pool, defaultSource, initialCapacity,
-                maxCapacity, recycleBuffers);
+                maxCapacity, recycleBuffers, nativeAccess);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 
@@ -127,6 +145,11 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
             throw new IllegalArgumentException(String.format(
                     "initialCapacity: %d (expected: not greater than maxCapacity(%d)", initialCapacity, maxCapacity));
         }
+    }
+
+    /** Whether this allocator's buffers use native loads and stores and report a memory address. */
+    boolean nativeAccess() {
+        return nativeAccess;
     }
 
     /** Tracks a composite buffer with the leak detector; used by the views. */
@@ -189,6 +212,15 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
     @Override
     public boolean isDirectBufferPooled() {
         return true;
+    }
+
+    /**
+     * Closes the pool behind this allocator; idempotent. Buffers still live stay
+     * valid and give their memory back when released; new ones are refused.
+     */
+    @Override
+    public void close() {
+        pool.close();
     }
 
     /** The engine behind this allocator. */
@@ -269,6 +301,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
         private final PoolConfig.Builder pool = PoolConfig.builder();
         private boolean preferDirect = true;
         private boolean recycleBuffers = Boolean.getBoolean("slabwise.recycleBuffers");
+        private boolean nativeAccess = SlabwiseDirectByteBuf.NATIVE_ACCESS;
 
         private Builder() {
             pool.waitAllowed(() -> io.netty.util.internal.ThreadExecutorMap.currentExecutor() == null);
@@ -388,6 +421,19 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator implements
          */
         public Builder recycleBuffers(boolean recycle) {
             this.recycleBuffers = recycle;
+            return this;
+        }
+
+        /**
+         * Whether buffers read and write with native loads and stores and
+         * report a memory address (default: wherever Netty has
+         * {@code sun.misc.Unsafe} and the platform takes unaligned accesses,
+         * so not on Netty 4.2 with JDK 24 and later). Asking for it where it is
+         * not available changes nothing. Package-private: tests turn it off to
+         * run the no-address paths on any JVM.
+         */
+        Builder nativeAccess(boolean nativeAccess) {
+            this.nativeAccess = nativeAccess && SlabwiseDirectByteBuf.NATIVE_ACCESS;
             return this;
         }
 

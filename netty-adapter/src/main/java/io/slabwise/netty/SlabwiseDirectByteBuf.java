@@ -3,10 +3,10 @@ package io.slabwise.netty;
 import io.netty.buffer.AbstractReferenceCountedByteBuf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.slabwise.Allocator;
 import io.netty.util.Recycler;
 import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
+import io.slabwise.Allocator;
 import io.slabwise.MemoryPool;
 
 import java.io.IOException;
@@ -24,25 +24,56 @@ import java.nio.channels.ScatteringByteChannel;
  *
  * <pre>
  *  chunk memory  [ ...... | 0 ........ capacity() ....... reserved | ...... ]
- *                          ^ memoryAddress() = chunk address + allocation offset
+ *                          ^ offset in the chunk's ByteBuffer (address + offset natively)
  * </pre>
  *
  * <p>{@code capacity()} is the capacity the caller asked for, never the size
- * class behind it. Bytes are read and written with native loads and stores
- * through Netty's {@link PlatformDependent} where it has {@code Unsafe} and
- * unaligned access, and through the chunk's {@link ByteBuffer} otherwise.
- * Growing past the size class moves the bytes to a new allocation from the
- * pool; shrinking or growing within it stays in place.
+ * class behind it. Growing past the size class moves the bytes to a new
+ * allocation from the pool; shrinking or growing within it stays in place.
+ *
+ * <p><b>Two ways to reach the bytes.</b> This class reads and writes through
+ * the chunk's {@link ByteBuffer} with absolute NIO methods and reports no
+ * memory address, so it works on every JVM, including Netty 4.2 on JDK 24 and
+ * later, where Netty leaves {@code sun.misc.Unsafe} off.
+ * {@link SlabwiseUnsafeDirectByteBuf} adds native loads and stores and reports
+ * its address; the allocator makes those wherever {@link #NATIVE_ACCESS} holds.
+ *
+ * <p><b>Copies between buffers always end.</b> A copy to or from another
+ * {@code ByteBuf} goes address to address (native access on both sides), array
+ * to memory, or else hands the other buffer a {@link ByteBuffer} view of this
+ * buffer's bytes. A buffer can only fill or drain a {@code ByteBuffer}; it
+ * cannot pass the copy back to this one, so two buffers without addresses or
+ * arrays never bounce a copy between their {@code getBytes} and
+ * {@code setBytes}.
+ *
+ * <p><b>Derived buffers stay inside.</b> Slices and duplicates are
+ * {@link SlabwiseDerivedByteBuf}s, which reach this buffer only through its
+ * checked methods: after {@link #capacity(int)} shrinks it (and perhaps moves
+ * it), a slice taken before gets {@link IndexOutOfBoundsException} past the
+ * new capacity instead of reaching memory that now belongs to other buffers.
+ *
+ * <p><b>Threads.</b> As with Netty's pooled buffers, absolute reads may run on
+ * several threads at once: every absolute copy out, to arrays, buffers or
+ * channels, uses a view of its own. One internal view is reused only by
+ * {@link #internalNioBuffer}, the relative {@code readBytes} to channels (which
+ * move the reader index, so they are single-threaded anyway) and the writes
+ * from channels, as in Netty's {@code PooledByteBuf}.
  *
  * <p>When the allocator recycles buffer objects, a released buffer object is
  * reused for a later allocation; otherwise every allocation gets a new object,
  * so that a reference kept past {@code release()} can only ever see
  * {@link io.netty.util.IllegalReferenceCountException}.
  */
-final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
+class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
-    private static final boolean NATIVE_ACCESS = PlatformDependent.hasUnsafe() && PlatformDependent.isUnaligned();
-    private static final boolean NATIVE_BIG_ENDIAN = PlatformDependent.BIG_ENDIAN_NATIVE_ORDER;
+    /**
+     * Whether buffers can use native loads and stores here: Netty has
+     * {@code Unsafe} and the platform takes unaligned accesses. Read once; an
+     * allocator may still choose buffers without native access (its builder's
+     * package-private {@code nativeAccess(false)}, for tests).
+     */
+    static final boolean NATIVE_ACCESS = PlatformDependent.hasUnsafe() && PlatformDependent.isUnaligned();
+
     private static final int STREAM_COPY_CHUNK = 8192;
 
     private static final Recycler<SlabwiseDirectByteBuf> RECYCLER = new Recycler<SlabwiseDirectByteBuf>() {
@@ -58,15 +89,17 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     private MemoryPool pool;
     /** Where this buffer's memory comes from, and where it moves to when it must grow. */
     private Allocator source;
-    private long address;
-    private int offset;
+    /** The native address of byte 0; used only by {@link SlabwiseUnsafeDirectByteBuf}. */
+    long address;
+    /** Where byte 0 is in {@link #memory}. */
+    int offset;
     private int length;
-    /** The chunk's buffer; {@code offset} is where this buffer starts in it. */
-    private ByteBuffer memory;
-    /** A duplicate of {@code memory} for internal NIO views, made on first use. */
+    /** The chunk's buffer, whole: never move its position or limit. */
+    ByteBuffer memory;
+    /** A duplicate of {@code memory} for the internal NIO view, made on first use. */
     private ByteBuffer tmpNioBuffer;
 
-    private SlabwiseDirectByteBuf(Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle) {
+    SlabwiseDirectByteBuf(Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle) {
         super(0);
         this.recyclerHandle = recyclerHandle;
     }
@@ -77,8 +110,8 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
      * refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL}.
      */
     static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
-                                          int maxCapacity, boolean recycle) {
-        SlabwiseDirectByteBuf buf = newInstance(recycle);
+                                          int maxCapacity, boolean recycle, boolean nativeAccess) {
+        SlabwiseDirectByteBuf buf = newInstance(recycle, nativeAccess);
         if (!source.allocate(capacity, buf.allocation)) {
             return null;
         }
@@ -91,8 +124,8 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
      * null at a limit whatever the policy, without waiting.
      */
     static SlabwiseDirectByteBuf tryAllocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
-                                             int maxCapacity, boolean recycle) {
-        SlabwiseDirectByteBuf buf = newInstance(recycle);
+                                             int maxCapacity, boolean recycle, boolean nativeAccess) {
+        SlabwiseDirectByteBuf buf = newInstance(recycle, nativeAccess);
         if (!pool.tryAllocate(source.category(), capacity, buf.allocation, true)) {
             return null;
         }
@@ -105,14 +138,18 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
      * taking ownership of it; {@code growSource} serves it if it must grow.
      */
     static SlabwiseDirectByteBuf wrap(ByteBufAllocator allocator, MemoryPool pool, Allocator growSource,
-                                      Allocation allocation, int maxCapacity) {
-        SlabwiseDirectByteBuf buf = new SlabwiseDirectByteBuf(null);
+                                      Allocation allocation, int maxCapacity, boolean nativeAccess) {
+        SlabwiseDirectByteBuf buf = newInstance(false, nativeAccess);
         buf.allocation = allocation;
         buf.init(allocator, pool, growSource, maxCapacity);
         return buf;
     }
 
-    private static SlabwiseDirectByteBuf newInstance(boolean recycle) {
+    /** A buffer object: native access only where {@link #NATIVE_ACCESS} allows it. */
+    private static SlabwiseDirectByteBuf newInstance(boolean recycle, boolean nativeAccess) {
+        if (nativeAccess && NATIVE_ACCESS) {
+            return SlabwiseUnsafeDirectByteBuf.newInstance(recycle);
+        }
         return recycle ? RECYCLER.get() : new SlabwiseDirectByteBuf(null);
     }
 
@@ -172,14 +209,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
             return this;
         }
         if (!pool.resizeInPlace(allocation, newCapacity)) {
-            Allocation moved = new Allocation();
-            if (!source.allocate(newCapacity, moved)) {
-                throw pool.limitException(source.category(), newCapacity);
-            }
-            int keep = Math.min(length, newCapacity);
-            copy(address, moved.address(), memory, offset, moved.memory(), moved.offset(), keep);
-            pool.free(allocation);
-            allocation = moved;
+            moveTo(newCapacity);
         }
         int oldLength = length;
         attach(allocation);
@@ -189,13 +219,21 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         return this;
     }
 
-    private static void copy(long fromAddress, long toAddress, ByteBuffer from, int fromOffset, ByteBuffer to,
-                             int toOffset, int bytes) {
-        if (NATIVE_ACCESS) {
-            PlatformDependent.copyMemory(fromAddress, toAddress, bytes);
-        } else {
-            to.duplicate().position(toOffset).put(from.duplicate().position(fromOffset).limit(fromOffset + bytes));
+    /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one. */
+    private void moveTo(int newCapacity) {
+        // a sequential allocator serves no empty request: an emptied buffer holds its zero bytes in its
+        // category's general pool, and moves back to its own source when it grows again
+        Allocator target = newCapacity == 0 ? pool.allocator(source.category()) : source;
+        Allocation moved = new Allocation();
+        if (!target.allocate(newCapacity, moved)) {
+            throw pool.limitException(source.category(), newCapacity);
         }
+        int keep = Math.min(length, newCapacity);
+        if (keep > 0) {
+            moved.memory().put(moved.offset(), memory, offset, keep);
+        }
+        pool.free(allocation);
+        allocation = moved;
     }
 
     @Override
@@ -220,6 +258,11 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     }
 
     @Override
+    public boolean isContiguous() {
+        return true;
+    }
+
+    @Override
     public boolean hasArray() {
         return false;
     }
@@ -236,31 +279,38 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     public boolean hasMemoryAddress() {
-        return NATIVE_ACCESS;
+        return false;
     }
 
     @Override
     public long memoryAddress() {
         ensureAccessible();
-        if (!NATIVE_ACCESS) {
-            throw new UnsupportedOperationException("native access is not available");
-        }
-        return address;
+        throw new UnsupportedOperationException("no native access on this JVM: read the bytes through nioBuffer()");
+    }
+
+    // ---- derived buffers --------------------------------------------------------------------
+
+    @Override
+    public ByteBuf slice(int index, int length) {
+        checkIndex(index, length);
+        return new SlabwiseDerivedByteBuf.Slice(this, index, length);
+    }
+
+    @Override
+    public ByteBuf duplicate() {
+        ensureAccessible();
+        return new SlabwiseDerivedByteBuf.Duplicate(this).setIndex(readerIndex(), writerIndex());
     }
 
     // ---- primitive access -------------------------------------------------------------------
 
     @Override
     protected byte _getByte(int index) {
-        return NATIVE_ACCESS ? PlatformDependent.getByte(address + index) : memory.get(offset + index);
+        return memory.get(offset + index);
     }
 
     @Override
     protected short _getShort(int index) {
-        if (NATIVE_ACCESS) {
-            short v = PlatformDependent.getShort(address + index);
-            return NATIVE_BIG_ENDIAN ? v : Short.reverseBytes(v);
-        }
         return memory.getShort(offset + index);
     }
 
@@ -281,10 +331,6 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     protected int _getInt(int index) {
-        if (NATIVE_ACCESS) {
-            int v = PlatformDependent.getInt(address + index);
-            return NATIVE_BIG_ENDIAN ? v : Integer.reverseBytes(v);
-        }
         return memory.getInt(offset + index);
     }
 
@@ -295,10 +341,6 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     protected long _getLong(int index) {
-        if (NATIVE_ACCESS) {
-            long v = PlatformDependent.getLong(address + index);
-            return NATIVE_BIG_ENDIAN ? v : Long.reverseBytes(v);
-        }
         return memory.getLong(offset + index);
     }
 
@@ -309,20 +351,12 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     protected void _setByte(int index, int value) {
-        if (NATIVE_ACCESS) {
-            PlatformDependent.putByte(address + index, (byte) value);
-        } else {
-            memory.put(offset + index, (byte) value);
-        }
+        memory.put(offset + index, (byte) value);
     }
 
     @Override
     protected void _setShort(int index, int value) {
-        if (NATIVE_ACCESS) {
-            PlatformDependent.putShort(address + index, NATIVE_BIG_ENDIAN ? (short) value : Short.reverseBytes((short) value));
-        } else {
-            memory.putShort(offset + index, (short) value);
-        }
+        memory.putShort(offset + index, (short) value);
     }
 
     @Override
@@ -344,11 +378,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     protected void _setInt(int index, int value) {
-        if (NATIVE_ACCESS) {
-            PlatformDependent.putInt(address + index, NATIVE_BIG_ENDIAN ? value : Integer.reverseBytes(value));
-        } else {
-            memory.putInt(offset + index, value);
-        }
+        memory.putInt(offset + index, value);
     }
 
     @Override
@@ -358,11 +388,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     @Override
     protected void _setLong(int index, long value) {
-        if (NATIVE_ACCESS) {
-            PlatformDependent.putLong(address + index, NATIVE_BIG_ENDIAN ? value : Long.reverseBytes(value));
-        } else {
-            memory.putLong(offset + index, value);
-        }
+        memory.putLong(offset + index, value);
     }
 
     @Override
@@ -370,20 +396,51 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         _setLong(index, Long.reverseBytes(value));
     }
 
+    // ---- bulk copies: the unchecked steps, which native access overrides ---------------------
+
+    /** Copies {@code [index, index + length)} into {@code dst}; both ranges are checked and not empty. */
+    void copyTo(int index, byte[] dst, int dstIndex, int length) {
+        memory.get(offset + index, dst, dstIndex, length);
+    }
+
+    /** Copies {@code src} into {@code [index, index + length)}; both ranges are checked and not empty. */
+    void copyFrom(int index, byte[] src, int srcIndex, int length) {
+        memory.put(offset + index, src, srcIndex, length);
+    }
+
+    /**
+     * Copies {@code [index, index + length)} into another buffer; both ranges
+     * are checked and not empty. Without an array the destination fills itself
+     * from a view of these bytes: it cannot hand the copy back.
+     */
+    void copyTo(int index, ByteBuf dst, int dstIndex, int length) {
+        if (dst.hasArray()) {
+            copyTo(index, dst.array(), dst.arrayOffset() + dstIndex, length);
+        } else {
+            dst.setBytes(dstIndex, view(index, length));
+        }
+    }
+
+    /**
+     * Copies another buffer's bytes into {@code [index, index + length)}; both
+     * ranges are checked and not empty. Without an array the source drains
+     * itself into a view of this buffer: it cannot hand the copy back.
+     */
+    void copyFrom(int index, ByteBuf src, int srcIndex, int length) {
+        if (src.hasArray()) {
+            copyFrom(index, src.array(), src.arrayOffset() + srcIndex, length);
+        } else {
+            src.getBytes(srcIndex, view(index, length));
+        }
+    }
+
     // ---- bulk access ------------------------------------------------------------------------
 
     @Override
     public ByteBuf getBytes(int index, ByteBuf dst, int dstIndex, int length) {
         checkDstIndex(index, length, dstIndex, dst.capacity());
-        if (length == 0) {
-            return this;
-        }
-        if (NATIVE_ACCESS && dst.hasMemoryAddress()) {
-            PlatformDependent.copyMemory(address + index, dst.memoryAddress() + dstIndex, length);
-        } else if (dst.hasArray()) {
-            getBytes(index, dst.array(), dst.arrayOffset() + dstIndex, length);
-        } else {
-            dst.setBytes(dstIndex, this, index, length);
+        if (length != 0) {
+            copyTo(index, dst, dstIndex, length);
         }
         return this;
     }
@@ -391,13 +448,8 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     @Override
     public ByteBuf getBytes(int index, byte[] dst, int dstIndex, int length) {
         checkDstIndex(index, length, dstIndex, dst.length);
-        if (length == 0) {
-            return this;
-        }
-        if (NATIVE_ACCESS) {
-            PlatformDependent.copyMemory(address + index, dst, dstIndex, length);
-        } else {
-            memory.duplicate().position(offset + index).get(dst, dstIndex, length);
+        if (length != 0) {
+            copyTo(index, dst, dstIndex, length);
         }
         return this;
     }
@@ -406,7 +458,9 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     public ByteBuf getBytes(int index, ByteBuffer dst) {
         int bytes = dst.remaining();
         checkIndex(index, bytes);
-        dst.put(view(index, bytes));
+        int at = dst.position();
+        dst.put(at, memory, offset + index, bytes);
+        dst.position(at + bytes);
         return this;
     }
 
@@ -419,7 +473,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         byte[] tmp = new byte[Math.min(length, STREAM_COPY_CHUNK)];
         for (int done = 0; done < length; ) {
             int n = Math.min(tmp.length, length - done);
-            getBytes(index + done, tmp, 0, n);
+            copyTo(index + done, tmp, 0, n);
             out.write(tmp, 0, n);
             done += n;
         }
@@ -432,7 +486,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         if (length == 0) {
             return 0;
         }
-        return out.write(internalView(index, length));
+        return out.write(view(index, length)); // a view per call: other threads may be reading too
     }
 
     @Override
@@ -441,21 +495,38 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         if (length == 0) {
             return 0;
         }
-        return out.write(internalView(index, length), position);
+        return out.write(view(index, length), position);
+    }
+
+    @Override
+    public int readBytes(GatheringByteChannel out, int length) throws IOException {
+        checkReadableBytes(length);
+        if (length == 0) {
+            return 0;
+        }
+        int start = readerIndex();
+        int written = out.write(internalView(start, length));
+        readerIndex(start + written);
+        return written;
+    }
+
+    @Override
+    public int readBytes(FileChannel out, long position, int length) throws IOException {
+        checkReadableBytes(length);
+        if (length == 0) {
+            return 0;
+        }
+        int start = readerIndex();
+        int written = out.write(internalView(start, length), position);
+        readerIndex(start + written);
+        return written;
     }
 
     @Override
     public ByteBuf setBytes(int index, ByteBuf src, int srcIndex, int length) {
         checkSrcIndex(index, length, srcIndex, src.capacity());
-        if (length == 0) {
-            return this;
-        }
-        if (NATIVE_ACCESS && src.hasMemoryAddress()) {
-            PlatformDependent.copyMemory(src.memoryAddress() + srcIndex, address + index, length);
-        } else if (src.hasArray()) {
-            setBytes(index, src.array(), src.arrayOffset() + srcIndex, length);
-        } else {
-            src.getBytes(srcIndex, this, index, length);
+        if (length != 0) {
+            copyFrom(index, src, srcIndex, length);
         }
         return this;
     }
@@ -463,13 +534,8 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     @Override
     public ByteBuf setBytes(int index, byte[] src, int srcIndex, int length) {
         checkSrcIndex(index, length, srcIndex, src.length);
-        if (length == 0) {
-            return this;
-        }
-        if (NATIVE_ACCESS) {
-            PlatformDependent.copyMemory(src, srcIndex, address + index, length);
-        } else {
-            memory.duplicate().position(offset + index).put(src, srcIndex, length);
+        if (length != 0) {
+            copyFrom(index, src, srcIndex, length);
         }
         return this;
     }
@@ -478,11 +544,9 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     public ByteBuf setBytes(int index, ByteBuffer src) {
         int bytes = src.remaining();
         checkIndex(index, bytes);
-        ByteBuffer target = internalView(index, bytes);
-        if (src == target) {
-            src = src.duplicate();
-        }
-        target.put(src);
+        int at = src.position();
+        memory.put(offset + index, src, at, bytes);
+        src.position(at + bytes);
         return this;
     }
 
@@ -494,7 +558,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         if (read <= 0) {
             return read;
         }
-        setBytes(index, tmp, 0, read);
+        copyFrom(index, tmp, 0, read);
         return read;
     }
 
@@ -516,19 +580,6 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         } catch (ClosedChannelException ignored) {
             return -1;
         }
-    }
-
-    @Override
-    public ByteBuf setZero(int index, int length) {
-        if (length == 0) {
-            return this;
-        }
-        checkIndex(index, length);
-        if (NATIVE_ACCESS) {
-            PlatformDependent.setMemory(address + index, length, (byte) 0);
-            return this;
-        }
-        return super.setZero(index, length);
     }
 
     @Override
@@ -563,7 +614,7 @@ final class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     }
 
     /** A new buffer over {@code [index, index + length)}, position 0, big-endian. */
-    private ByteBuffer view(int index, int length) {
+    final ByteBuffer view(int index, int length) {
         return memory.slice(offset + index, length);
     }
 

@@ -8,6 +8,7 @@ import io.netty.util.IllegalReferenceCountException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -52,8 +53,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Netty's behaviour and not ours.
  *
  * <p>Every buffer made through {@link #buffer(int)} is released after the test
- * if the test left it live.
+ * if the test left it live. The class-level timeout is inherited by every
+ * subclass.
  */
+@Timeout(60)
 abstract class AbstractByteBufContract {
 
     private static final long SEED = 0x5eed_2026L;

@@ -6,6 +6,7 @@ import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.CategoryStats;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -23,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * duplicates and retained derived buffers, composites, capacity changes,
  * sequential and block buffers, and releases on other threads.
  */
+@Timeout(60)
 class CategoryAccountingTest {
 
     private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(2).build();

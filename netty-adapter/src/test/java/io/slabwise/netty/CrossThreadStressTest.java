@@ -3,6 +3,7 @@ package io.slabwise.netty;
 import io.netty.buffer.ByteBuf;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Allocation and release across threads, with patterns that expose any overlap of live buffers. */
+@Timeout(120)
 class CrossThreadStressTest {
 
     private static final int THREADS = 4;

@@ -5,12 +5,14 @@ import io.micrometer.core.instrument.binder.netty4.NettyAllocatorMetrics;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.netty.buffer.ByteBuf;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Micrometer's stock Netty binder works on SlabwiseAllocator through ByteBufAllocatorMetricProvider. */
+@Timeout(60)
 class NettyAllocatorMetricsTest {
 
     @Test

@@ -20,6 +20,7 @@ import io.slabwise.PoolStats;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.net.InetSocketAddress;
 import java.security.MessageDigest;
@@ -38,6 +39,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link SlabwiseAllocator}, with Netty's leak detector at its paranoid level
  * and every report recorded by {@link RecordingLeakDetector}.
  */
+@Timeout(120)
 class NettyLoopbackTest {
 
     private static final List<String> LEAKS = RecordingLeakDetector.REPORTS;
@@ -91,6 +93,12 @@ class NettyLoopbackTest {
                                         @Override
                                         protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
                                             ctx.writeAndFlush(msg);
+                                        }
+
+                                        @Override
+                                        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                                            done.completeExceptionally(cause); // fail now, not at the client's timeout
+                                            ctx.close();
                                         }
                                     });
                         }

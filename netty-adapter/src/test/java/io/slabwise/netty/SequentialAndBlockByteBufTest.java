@@ -1,6 +1,7 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.util.IllegalReferenceCountException;
@@ -11,6 +12,7 @@ import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
 import io.slabwise.SequentialStats;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -31,8 +33,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Buffers of the sequential allocator and the block pool at the
  * {@link ByteBuf} level: exact capacities, composites of blocks, sub-blocks
  * and mini-blocks, bytes across part boundaries, release of every part, growth
- * that moves a slice, and the categories in the allocator's statistics.
+ * that moves a slice, shrinking to capacity 0, and the categories in the
+ * allocator's statistics.
  */
+@Timeout(60)
 class SequentialAndBlockByteBufTest {
 
     private static final int KIB = 1024;
@@ -301,6 +305,81 @@ class SequentialAndBlockByteBufTest {
         assertEquals(50, category("log_cache").requested());
         buf.release();
         assertNothingLive("log_cache");
+    }
+
+    /**
+     * Netty lets a buffer shrink to capacity 0. A sequential allocator serves
+     * no empty request, so an emptied sequential buffer holds its zero bytes in
+     * its category's general pool; growing again carves a new slice from the
+     * same sequential allocator.
+     */
+    @Test
+    void aSequentialBufferShrinksToZeroAndGrowsAgain() {
+        ByteBuf buf = log.allocate(100, 64 * KIB);
+        buf.writeBytes(new byte[100]).readerIndex(40);
+        assertSame(buf, buf.capacity(0));
+        assertEquals(0, buf.capacity());
+        assertEquals(0, buf.readerIndex());
+        assertEquals(0, buf.writerIndex());
+        assertEquals(0, buf.nioBuffer(0, 0).remaining());
+        assertThrows(IndexOutOfBoundsException.class, () -> buf.getByte(0));
+        CategoryStats stats = category("log_cache");
+        assertEquals(0, stats.requested());
+        assertEquals(1, stats.liveBuffers(), "the buffer is still live, with no bytes");
+        assertEquals(0, log.stats().liveBytes(), "its slice went back");
+
+        byte[] data = new byte[300];
+        new Random(5).nextBytes(data);
+        buf.writeBytes(data);
+        assertTrue(buf.capacity() >= 300);
+        assertEquals(buf.capacity(), allocationOf(buf).requestedBytes());
+        assertEquals(2, log.stats().slicesCarved(), "grown into a new slice of the same sequential allocator");
+        assertArrayEquals(data, ByteBufUtil.getBytes(buf, 0, 300));
+        buf.capacity(0);
+        assertSame(buf, buf.capacity(0), "shrinking an empty buffer again changes nothing");
+        assertEquals(0, buf.capacity());
+        buf.release();
+        assertNothingLive("log_cache");
+
+        ByteBuf general = allocator.directBuffer(100);
+        general.capacity(0);
+        assertEquals(0, general.capacity());
+        general.release();
+        assertNothingLive("network");
+    }
+
+    /**
+     * The block pool's buffers shrink to capacity 0 too: a composite drops its
+     * blocks, and a block held on its own moves to zero bytes of its
+     * category's general pool, giving the block back.
+     */
+    @Test
+    void blockBuffersShrinkToZero() {
+        ByteBuf payload = blocks.allocate(BLOCK + SUB + 100);
+        payload.writerIndex(payload.capacity());
+        payload.capacity(0);
+        assertEquals(0, payload.capacity());
+        assertEquals(0, category("block_cache").requested());
+        BlockStats stats = blocks.stats();
+        assertEquals(0, stats.liveBlocks() + stats.liveSubBlocks() + stats.liveMiniBlocks(), stats::toString);
+        payload.release();
+        assertNothingLive("block_cache");
+
+        ByteBuf whole = blocks.allocate(BLOCK);
+        ByteBuf block = compositeOf(whole).internalComponent(0).retain();
+        whole.release();
+        assertTrue(block instanceof SlabwiseDirectByteBuf, "the block itself, not a view of it: " + block);
+        assertEquals(BLOCK, block.capacity());
+        assertEquals(1, blocks.stats().liveBlocks());
+        block.capacity(0);
+        assertEquals(0, block.capacity());
+        assertEquals(0, blocks.stats().liveBlocks(), "the block went back");
+        assertEquals(0, category("block_cache").requested());
+        assertEquals(1, category("block_cache").liveBuffers());
+        block.writeLong(7);
+        assertEquals(7, block.readLong());
+        block.release();
+        assertNothingLive("block_cache");
     }
 
     @Test

@@ -6,6 +6,7 @@ import io.netty.util.IllegalReferenceCountException;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -20,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The allocator's size paths, buffer kinds, exact accounting and bad-input handling, on one thread. */
+@Timeout(60)
 class SlabwiseAllocatorTest {
 
     private static final int CHUNK = 1 << 20;
@@ -60,6 +62,36 @@ class SlabwiseAllocatorTest {
         } finally {
             assertTrue(buf.release());
         }
+    }
+
+    /**
+     * After close: new buffers of every kind are refused with a clear
+     * exception, live ones stay usable, and releasing them gives the last
+     * chunk back (on another thread too).
+     */
+    @Test
+    void closeRefusesNewBuffersAndLiveOnesGiveTheirMemoryBack() throws Exception {
+        SlabwiseAllocator closing = SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(2).build();
+        ByteBuf small = closing.directBuffer(100);
+        ByteBuf slice = closing.sequential("log_cache").allocate(5000);
+        ByteBuf block = closing.blocks("block_cache").allocate(CHUNK + 10);
+        closing.close();
+        closing.close();
+        IllegalStateException refused = assertThrows(IllegalStateException.class, () -> closing.directBuffer(10));
+        assertTrue(refused.getMessage().contains("closed"), refused.getMessage());
+        assertThrows(IllegalStateException.class, () -> closing.forCategory("network").directBuffer(10));
+        assertThrows(IllegalStateException.class, () -> closing.sequential("log_cache").allocate(10));
+        assertThrows(IllegalStateException.class, () -> closing.blocks("block_cache").allocate(10));
+        small.writeLong(42);
+        assertEquals(42, small.readLong(), "a live buffer is still usable");
+        assertTrue(small.release());
+        Thread other = new Thread(() -> {
+            slice.release();
+            block.release();
+        });
+        other.start();
+        other.join();
+        assertEquals(0, closing.stats().committedBytes(), () -> closing.stats().report());
     }
 
     @Test

@@ -1,0 +1,247 @@
+package io.slabwise.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Slices and duplicates of a buffer whose capacity shrank after they were
+ * taken. Shrinking moves the parent to a smaller allocation; the old memory
+ * goes back to the pool and the memory right after the new allocation belongs
+ * to other buffers. A derived buffer must then be bounds-checked against the
+ * parent's current capacity and throw {@link IndexOutOfBoundsException}, as
+ * Slabwise promises that no buffer ever reaches another buffer's memory.
+ * Netty's own derived buffers check only their own window and would write
+ * through the parent's unchecked setters into the neighbours.
+ *
+ * <p>Each case runs with native access (where the JVM has it) and without.
+ */
+@Timeout(60)
+class DerivedBufferBoundsTest {
+
+    private static final int PARENT = 64 * 1024;
+    private static final int SHRUNK = 16;
+    private static final int VICTIMS = 64;
+    private static final byte PATTERN = 0x5A;
+
+    /** A parent shrunk under its derived buffers, and the buffers allocated right after it, full of a pattern. */
+    private record Shrunk(SlabwiseAllocator allocator, ByteBuf parent, Map<String, ByteBuf> derived, List<ByteBuf> victims) {
+
+        @SuppressWarnings("deprecation") // ByteBuf.order(ByteOrder): how Netty 4.1 users get little-endian views
+        static Shrunk make(boolean nativeAccess) {
+            SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(1)
+                    .nativeAccess(nativeAccess).build();
+            ByteBuf parent = allocator.directBuffer(PARENT);
+            Map<String, ByteBuf> derived = new LinkedHashMap<>();
+            derived.put("slice", parent.slice(0, PARENT));
+            derived.put("slice at 8", parent.slice(8, PARENT - 8));
+            derived.put("slice of a slice", parent.slice(0, PARENT).slice(4, 8192));
+            derived.put("slice of a duplicate", parent.duplicate().slice(0, PARENT));
+            derived.put("duplicate of a slice", parent.slice(0, PARENT).duplicate());
+            derived.put("retained slice", parent.retainedSlice(0, PARENT));
+            derived.put("read slice", parent.writerIndex(PARENT).readSlice(PARENT));
+            derived.put("little-endian slice", parent.order(ByteOrder.LITTLE_ENDIAN).slice(0, PARENT));
+            derived.put("slice of a read-only view", parent.asReadOnly().slice(0, PARENT));
+            parent.capacity(SHRUNK);
+            assertEquals(SHRUNK, parent.capacity());
+            parent.setZero(0, SHRUNK);
+            List<ByteBuf> victims = new ArrayList<>();
+            for (int i = 0; i < VICTIMS; i++) {
+                ByteBuf victim = allocator.directBuffer(SHRUNK);
+                victim.writeBytes(filled(SHRUNK));
+                victims.add(victim);
+            }
+            return new Shrunk(allocator, parent, derived, victims);
+        }
+
+        /** Fails unless every victim still holds the pattern; then releases everything and checks the pool is empty. */
+        void assertVictimsIntactAndRelease() {
+            for (int i = 0; i < victims.size(); i++) {
+                ByteBuf victim = victims.get(i);
+                for (int j = 0; j < SHRUNK; j++) {
+                    assertEquals(PATTERN, victim.getByte(j), "victim " + i + " byte " + j + " was overwritten");
+                }
+                victim.release();
+            }
+            parent.release(parent.refCnt());
+            assertEquals(0, allocator.stats().liveAllocations(), allocator.stats()::report);
+        }
+    }
+
+    private static byte[] filled(int n) {
+        byte[] bytes = new byte[n];
+        Arrays.fill(bytes, PATTERN);
+        return bytes;
+    }
+
+    /**
+     * Runs each action on each derived buffer (read-only ones only for reads);
+     * returns the ones that did not throw {@link IndexOutOfBoundsException}.
+     */
+    private static List<String> notRejected(Shrunk shrunk, Map<String, Consumer<ByteBuf>> actions, boolean writes) {
+        List<String> accepted = new ArrayList<>();
+        for (Map.Entry<String, ByteBuf> derived : shrunk.derived().entrySet()) {
+            ByteBuf buf = derived.getValue();
+            if (writes && buf.isReadOnly()) {
+                continue; // a read-only view refuses writes before any bounds check
+            }
+            for (Map.Entry<String, Consumer<ByteBuf>> action : actions.entrySet()) {
+                try {
+                    action.getValue().accept(buf);
+                    accepted.add(action.getKey() + " on " + derived.getKey());
+                } catch (IndexOutOfBoundsException expected) {
+                    // past the parent's current capacity
+                }
+            }
+        }
+        return accepted;
+    }
+
+    @ParameterizedTest(name = "native access {0}")
+    @ValueSource(booleans = {true, false})
+    void writesPastTheShrunkParentAreRejected(boolean nativeAccess) {
+        Shrunk shrunk = Shrunk.make(nativeAccess);
+        Map<String, Consumer<ByteBuf>> writes = new LinkedHashMap<>();
+        writes.put("setByte", b -> b.setByte(SHRUNK + 4, 1));
+        writes.put("setShort", b -> b.setShort(SHRUNK, 1));
+        writes.put("setMedium", b -> b.setMedium(SHRUNK, 1));
+        writes.put("setInt", b -> b.setInt(100, -1));
+        writes.put("setLong", b -> b.setLong(SHRUNK, -1L));
+        writes.put("setLongLE", b -> b.setLongLE(SHRUNK + 8, -1L));
+        writes.put("setLong across the end", b -> b.setLong(SHRUNK - 4, -1L));
+        writes.put("setZero 4 KiB", b -> b.setZero(0, 4096));
+        writes.put("setBytes(array) 4 KiB", b -> b.setBytes(0, new byte[4096]));
+        writes.put("setBytes(ByteBuffer) 4 KiB", b -> b.setBytes(0, ByteBuffer.allocateDirect(4096)));
+        writes.put("setBytes(ByteBuf) 4 KiB", b -> b.setBytes(0, Unpooled.wrappedBuffer(new byte[4096])));
+        writes.put("setCharSequence 4 KiB", b -> b.setCharSequence(0, "x".repeat(4096), StandardCharsets.US_ASCII));
+        writes.put("setLong loop over 4 KiB", b -> {
+            for (int i = 0; i < 4096; i += 8) {
+                b.setLong(i, -1L);
+            }
+        });
+        writes.put("writeLong loop over 4 KiB", b -> {
+            b.clear();
+            for (int i = 0; i < 512; i++) {
+                b.writeLong(-1L);
+            }
+        });
+        writes.put("writeBytes 4 KiB", b -> b.clear().writeBytes(new byte[4096]));
+        List<String> accepted = notRejected(shrunk, writes, true);
+        assertEquals(List.of(), accepted, "writes past the parent's capacity that were let through");
+        shrunk.assertVictimsIntactAndRelease();
+    }
+
+    @ParameterizedTest(name = "native access {0}")
+    @ValueSource(booleans = {true, false})
+    void readsPastTheShrunkParentAreRejected(boolean nativeAccess) {
+        Shrunk shrunk = Shrunk.make(nativeAccess);
+        Map<String, Consumer<ByteBuf>> reads = new LinkedHashMap<>();
+        reads.put("getByte", b -> b.getByte(SHRUNK + 4));
+        reads.put("getInt", b -> b.getInt(100));
+        reads.put("getLong", b -> b.getLong(SHRUNK));
+        reads.put("getBytes(array) 4 KiB", b -> b.getBytes(0, new byte[4096]));
+        reads.put("getBytes(ByteBuffer) 4 KiB", b -> b.getBytes(0, ByteBuffer.allocate(4096)));
+        reads.put("forEachByte over 4 KiB", b -> b.forEachByte(0, 4096, x -> true));
+        reads.put("indexOf over 4 KiB", b -> b.indexOf(0, 4096, (byte) 7));
+        reads.put("nioBuffer 4 KiB", b -> b.nioBuffer(0, 4096));
+        reads.put("internalNioBuffer 4 KiB", b -> b.internalNioBuffer(0, 4096));
+        reads.put("copy 4 KiB", b -> b.copy(0, 4096).release());
+        reads.put("toString 4 KiB", b -> b.toString(0, 4096, StandardCharsets.ISO_8859_1));
+        reads.put("ByteBufUtil.getBytes 4 KiB", b -> ByteBufUtil.getBytes(b, 0, 4096));
+        reads.put("copied into a Netty direct buffer", b -> {
+            ByteBuf other = Unpooled.directBuffer(4096);
+            try {
+                other.writeBytes(b, 0, 4096);
+            } finally {
+                other.release();
+            }
+        });
+        reads.put("memoryAddress", b -> {
+            if (b.hasMemoryAddress()) {
+                b.memoryAddress(); // callers copy capacity() bytes from it
+            } else {
+                assertThrows(UnsupportedOperationException.class, b::memoryAddress);
+                throw new IndexOutOfBoundsException("no address to check");
+            }
+        });
+        List<String> accepted = notRejected(shrunk, reads, false);
+        assertEquals(List.of(), accepted, "reads past the parent's capacity that were let through");
+        shrunk.assertVictimsIntactAndRelease();
+    }
+
+    /** Within the parent's new capacity a derived buffer still reads and writes the parent's bytes. */
+    @ParameterizedTest(name = "native access {0}")
+    @ValueSource(booleans = {true, false})
+    void accessWithinTheShrunkParentStillWorks(boolean nativeAccess) {
+        Shrunk shrunk = Shrunk.make(nativeAccess);
+        ByteBuf parent = shrunk.parent();
+        ByteBuf slice = shrunk.derived().get("slice");
+        slice.setLong(0, 0x0102030405060708L);
+        slice.setLong(SHRUNK - 8, -2L);
+        assertEquals(0x0102030405060708L, parent.getLong(0));
+        assertEquals(-2L, parent.getLong(SHRUNK - 8));
+        assertEquals(-2L, shrunk.derived().get("slice at 8").getLong(0), "parent bytes 8 to 16");
+        assertEquals(0x05, shrunk.derived().get("slice of a slice").getByte(0), "parent byte 4");
+        byte[] back = new byte[SHRUNK];
+        slice.getBytes(0, back);
+        assertEquals(0x01, back[0]);
+        assertEquals(SHRUNK, slice.slice(0, SHRUNK).readableBytes());
+        if (slice.hasMemoryAddress()) {
+            assertEquals(parent.memoryAddress(), slice.slice(0, SHRUNK).memoryAddress());
+        }
+        shrunk.assertVictimsIntactAndRelease();
+    }
+
+    /** A parent that grows and moves takes its slices along: they read and write the new memory. */
+    @ParameterizedTest(name = "native access {0}")
+    @ValueSource(booleans = {true, false})
+    void slicesFollowAParentThatGrows(boolean nativeAccess) {
+        SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(1)
+                .nativeAccess(nativeAccess).build();
+        ByteBuf parent = allocator.directBuffer(64);
+        ByteBuf slice = parent.slice(8, 56);
+        parent.capacity(100_000);
+        slice.setLong(0, 7L);
+        assertEquals(7L, parent.getLong(8));
+        parent.setInt(60, 9);
+        assertEquals(9, slice.getInt(52));
+        parent.release();
+        assertEquals(0, allocator.stats().liveAllocations());
+    }
+
+    /** Shrinking in place (within the size class) stops derived buffers at the new capacity too. */
+    @ParameterizedTest(name = "native access {0}")
+    @ValueSource(booleans = {true, false})
+    void slicesStopAtTheCapacityOfAParentShrunkInPlace(boolean nativeAccess) {
+        SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(1)
+                .nativeAccess(nativeAccess).build();
+        ByteBuf parent = allocator.directBuffer(100);
+        ByteBuf slice = parent.slice(0, 100);
+        ByteBuf duplicate = parent.duplicate();
+        parent.capacity(90);
+        slice.setByte(89, 1);
+        assertEquals(1, parent.getByte(89));
+        assertThrows(IndexOutOfBoundsException.class, () -> slice.setByte(90, 1));
+        assertThrows(IndexOutOfBoundsException.class, () -> slice.getInt(88));
+        assertThrows(IndexOutOfBoundsException.class, () -> duplicate.setByte(95, 1));
+        assertTrue(parent.release());
+        assertEquals(0, allocator.stats().liveAllocations());
+    }
+}
