@@ -618,30 +618,25 @@ class BlockPoolTest {
 
     /**
      * The decay gives back blocks idle for longer than the pool's decay time
-     * and keeps the others. Called directly, as the decay thread would, so
-     * the test does not wait.
+     * and keeps the others. The pool's clock and scheduler are the test's, so
+     * nothing runs behind its back and nothing waits.
      */
     @Test
     void decayGivesBackBlocksIdleLongerThanTheDecayTime() {
-        MemoryPool slow = poolKeeping(4, Duration.ofHours(1));
-        BlockPool kept = slow.blocks("block_cache", BLOCK, 1);
-        kept.allocate(2 * BLOCK).forEach(slow::free);
-        assertEquals(0, slow.decay(), "idle for less than an hour");
-        assertEquals(2, kept.stats().idleBlocks());
-        assertEquals(2L * BLOCK, slow.committedBytes());
-        assertEquals(2, slow.trim());
-
-        MemoryPool fast = poolKeeping(4, Duration.ofNanos(1));
-        BlockPool decaying = fast.blocks("block_cache", BLOCK, 1);
-        decaying.allocate(2 * BLOCK).forEach(fast::free);
-        fast.decay();
-        // the decay thread may have taken a block first; it gives it back within its visit
-        for (int spins = 0; spins < 100_000_000 && fast.committedBytes() != 0; spins++) {
-            Thread.onSpinWait();
-        }
-        assertEquals(0, decaying.stats().blocks(), "idle longer than a nanosecond");
-        assertEquals(0, fast.committedBytes());
-        assertEquals(0, fast.stats().blockRegionBytes());
+        ManualTime time = new ManualTime();
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxIdleBlocks(4)
+                .idleChunkDecay(Duration.ofMinutes(1)).ticker(time).scheduler(time).build());
+        BlockPool blocks = pool.blocks("block_cache", BLOCK, 1);
+        blocks.allocate(2 * BLOCK).forEach(pool::free);
+        time.advance(Duration.ofSeconds(59));
+        time.runScheduled();
+        assertEquals(2, blocks.stats().idleBlocks(), "idle for less than the decay time");
+        assertEquals(2L * BLOCK, pool.committedBytes());
+        time.advance(Duration.ofSeconds(1));
+        time.runScheduled();
+        assertEquals(0, blocks.stats().blocks(), "idle for the decay time");
+        assertEquals(0, pool.committedBytes());
+        assertEquals(0, pool.stats().blockRegionBytes());
     }
 
     /**
