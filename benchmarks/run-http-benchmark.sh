@@ -17,7 +17,7 @@ results=$(mktemp)
 printf '%-6s %-9s %12s %10s %14s\n' round allocator 'requests/s' 'p99' 'peak RSS'
 for round in $(seq 1 "$rounds"); do
   for allocator in slabwise pooled adaptive; do
-    java -Xmx512m -Dslabwise.noGlibcWarning=true -cp "$jar" io.slabwise.benchmarks.http.HttpBenchmarkServer \
+    java -Xmx512m -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED -cp "$jar" io.slabwise.benchmarks.http.HttpBenchmarkServer \
         "$allocator" "$port" > /dev/null 2>&1 &
     server=$!
     for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$port/?size=1" && break; sleep 0.2; done
