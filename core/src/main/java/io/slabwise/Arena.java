@@ -3,12 +3,25 @@ package io.slabwise;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongConsumer;
 
 /**
  * A set of chunks shared by a group of threads, guarded by one lock (the arena
  * object's monitor). Thread caches in front of it absorb most allocations and
  * frees; what reaches the arena is a cache miss, a cache overflow, or a free
  * handed over by a thread bound to another arena through {@link RemoteFreeQueue}.
+ *
+ * <pre>
+ *   other arenas' threads ──offer──▶ remoteFrees ──drain (≤ DRAIN_BATCH, under the lock)──┐
+ *                                                                                       ▼
+ *   thread cache ──miss / refill──▶ ┌──────────────── arena (monitor) ────────────────────┐
+ *                ◀──batch─────────  │ subpageHeads[class] ⇄ subpage ⇄ subpage (with room) │
+ *                ──overflow/flush─▶ │ chunks: [###4....] [#######.] [........] (idle)     │
+ *                                   └────────────┬───────────────────────────▲───────────┘
+ *                                     new chunk  │ CommittedMemory.commit     │ decommit: idle past the
+ *                                                ▼                            │ decay, or beyond maxIdleChunks
+ *                                           chunk source ─────────────────────┘
+ * </pre>
  *
  * <h2>Choosing a chunk</h2>
  * A run goes into the <em>fullest</em> chunk that has a long enough free run.
@@ -27,6 +40,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #trim} returns every idle chunk.
  */
 final class Arena {
+
+    /**
+     * The most remote frees a lock holder applies before its own work (an
+     * allocation, a free, a refill). It bounds how long other threads' frees
+     * keep the lock, however fast they arrive; the rest wait in order for the
+     * next holder. A producer that finds the queue full takes the lock itself,
+     * and its drain takes the next batch, so the queue always moves. A
+     * snapshot or a trim, which must see every free handed over, takes up to
+     * the queue's capacity instead: all that a quiet queue holds.
+     */
+    static final int DRAIN_BATCH = 256;
 
     /** Where chunks come from and go back to. */
     private final CommittedMemory committed;
@@ -49,6 +73,8 @@ final class Arena {
     private int idleChunks;
     private final Subpage[] subpageHeads;
     final RemoteFreeQueue remoteFrees;
+    /** Where a drain of {@link #remoteFrees} puts each entry: the queue sees a consumer, not the arena. */
+    private final LongConsumer remoteFreeSink = this::freeEntry;
     /** Threads whose caches are bound to this arena. */
     final AtomicInteger boundThreads = new AtomicInteger();
     /** The refill under way while {@link #allocateBatch} drains remote frees; class -1 when none. */
@@ -83,7 +109,7 @@ final class Arena {
 
     /** Allocates one element of size class {@code sizeIndex}; fills {@code out}'s chunk and handle. */
     synchronized void allocate(int sizeIndex, Allocation out) {
-        remoteFrees.drain(this);
+        drainRemoteFrees(DRAIN_BATCH);
         if (sizes.isSmall(sizeIndex)) {
             allocateSmall(sizeIndex, out);
         } else {
@@ -112,7 +138,8 @@ final class Arena {
      * Takes up to {@code max} allocations of a cached size class into
      * {@code chunkIdsOut}/{@code handlesOut} from index 0, for a thread cache
      * refill: one lock for many allocations. Memory of the class that other
-     * threads handed back through the remote-free queue goes straight into the
+     * threads handed back through the remote-free queue (among the
+     * {@link #DRAIN_BATCH} frees the refill drains) goes straight into the
      * batch, still marked taken (a subpage element stays set in its bitmap, a
      * run stays carved), so a producer whose buffers are released elsewhere
      * gets them back without a subpage being emptied and made again or a run
@@ -132,7 +159,7 @@ final class Arena {
         refillMax = max;
         refillCount = 0;
         try {
-            remoteFrees.drain(this);
+            drainRemoteFrees(DRAIN_BATCH);
         } catch (RuntimeException e) {
             // a broken entry (a double free): what the batch already took goes back, so nothing stays taken for good
             for (int i = 0; i < refillCount; i++) {
@@ -192,7 +219,7 @@ final class Arena {
 
     /** Frees memory of this arena; the caller holds no arena lock. */
     synchronized void free(Chunk chunk, long handle) {
-        remoteFrees.drain(this);
+        drainRemoteFrees(DRAIN_BATCH);
         freeLocked(chunk, handle);
     }
 
@@ -208,7 +235,7 @@ final class Arena {
 
     /** Frees a batch gathered by a thread cache: the chunk of id {@code chunkIds[i]}, {@code handles[i]} for i in [from, to). */
     synchronized void freeBatch(int[] chunkIds, long[] handles, int from, int to) {
-        remoteFrees.drain(this);
+        drainRemoteFrees(DRAIN_BATCH);
         for (int i = from; i < to; i++) {
             freeLocked(chunksById[chunkIds[i]], handles[i]);
         }
@@ -220,11 +247,25 @@ final class Arena {
     }
 
     /**
-     * Applies one remote-free entry; called by {@link RemoteFreeQueue#drain}
+     * Applies up to {@code limit} remote frees in the order they were handed
+     * over; the caller holds the lock. Frees beyond the limit, or behind a
+     * slot whose producer has not written it yet, stay queued for the next
+     * drain. During a refill, memory of the class being refilled goes into the
+     * refill batch ({@link #freeEntry}).
+     *
+     * @return how many frees were applied
+     */
+    int drainRemoteFrees(int limit) {
+        assert Thread.holdsLock(this) : "the remote-free queue's consumer is whoever holds the arena's lock";
+        return remoteFrees.drain(remoteFreeSink, limit);
+    }
+
+    /**
+     * Applies one remote-free entry: the sink of {@link #drainRemoteFrees},
      * under the lock. During a refill, memory of the class being refilled goes
      * into the refill batch instead of back to its subpage or chunk.
      */
-    void freeEntry(long entry) {
+    private void freeEntry(long entry) {
         Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
         int runStart = RemoteFreeQueue.runStart(entry);
         long handle;
@@ -267,7 +308,7 @@ final class Arena {
             subpage.free(Chunk.element(handle));
             chunk.usedBytes -= subpage.elementSize;
             usedBytes -= subpage.elementSize;
-            if (!subpage.inList) {
+            if (!subpage.linked) {
                 linkSubpage(subpage); // it was full; with a single element it is now empty as well
             }
             if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
@@ -344,7 +385,7 @@ final class Arena {
         if (id == chunksById.length) {
             chunksById = java.util.Arrays.copyOf(chunksById, id * 2);
         }
-        NativeRegion region = committed.commit(sizes.chunkSize());
+        NativeRegion region = committed.commit(sizes.chunkSize(), CommittedMemory.RegionKind.CHUNK);
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         chunks.add(chunk);
@@ -370,7 +411,7 @@ final class Arena {
      * @return the number of chunks given back
      */
     synchronized int trim(long idleNanos, int keep) {
-        remoteFrees.drain(this);
+        drainRemoteFrees(remoteFrees.capacity()); // all a quiet queue holds, so frees handed over can make chunks idle
         releaseEmptySubpages();
         long now = ticker.read();
         List<Chunk> idle = new ArrayList<>();
@@ -421,32 +462,16 @@ final class Arena {
     }
 
     private void linkSubpage(Subpage subpage) {
-        Subpage head = subpageHeads[subpage.sizeIndex];
-        subpage.prev = null;
-        subpage.next = head;
-        if (head != null) {
-            head.prev = subpage;
-        }
-        subpageHeads[subpage.sizeIndex] = subpage;
-        subpage.inList = true;
+        ListNode.pushFront(subpageHeads, subpage.sizeIndex, subpage);
     }
 
     private void unlinkSubpage(Subpage subpage) {
-        if (subpage.prev != null) {
-            subpage.prev.next = subpage.next;
-        } else {
-            subpageHeads[subpage.sizeIndex] = subpage.next;
-        }
-        if (subpage.next != null) {
-            subpage.next.prev = subpage.prev;
-        }
-        subpage.prev = subpage.next = null;
-        subpage.inList = false;
+        ListNode.remove(subpageHeads, subpage.sizeIndex, subpage);
     }
 
     /** A consistent view of this arena, taken under its lock. */
     synchronized ArenaSnapshot snapshot() {
-        remoteFrees.drain(this);
+        drainRemoteFrees(remoteFrees.capacity()); // all a quiet queue holds, so the snapshot counts every free handed over
         int chunkCount = chunks.size();
         int[] usedPercent = new int[chunkCount];
         for (int i = 0; i < chunkCount; i++) {

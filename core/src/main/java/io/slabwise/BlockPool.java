@@ -380,7 +380,7 @@ public final class BlockPool {
             synchronized (stripe) {
                 stripe.unlink(region);
                 region.put(slot);
-                empty = region.free == slotsPerRegion;
+                empty = region.free() == slotsPerRegion;
                 if (empty) {
                     stripe.remove();
                 } else {
@@ -458,29 +458,14 @@ public final class BlockPool {
 
         /** Puts a region in the list of its free count; {@link #freeSlots} counts it from now. */
         void link(SlotRegion region) {
-            SlotRegion head = byFree[region.free];
-            region.prev = null;
-            region.next = head;
-            if (head != null) {
-                head.prev = region;
-            }
-            byFree[region.free] = region;
-            freeSlots += region.free;
+            ListNode.pushFront(byFree, region.free(), region);
+            freeSlots += region.free();
         }
 
         /** Takes a region out of its list, before its free count changes. */
         void unlink(SlotRegion region) {
-            if (region.prev != null) {
-                region.prev.next = region.next;
-            } else {
-                byFree[region.free] = region.next;
-            }
-            if (region.next != null) {
-                region.next.prev = region.prev;
-            }
-            region.prev = null;
-            region.next = null;
-            freeSlots -= region.free;
+            ListNode.remove(byFree, region.free(), region);
+            freeSlots -= region.free();
         }
     }
 
@@ -489,49 +474,40 @@ public final class BlockPool {
      * sub-blocks or a sub-block cut into mini-blocks); guarded by its
      * stripe's monitor. An idle block is in no stripe until it is reused.
      */
-    private final class SlotRegion {
+    private final class SlotRegion extends ListNode<SlotRegion> {
         Stripe stripe;
         final Allocation memory = new Allocation();
-        final long[] used;
-        int free;
-        SlotRegion prev;
-        SlotRegion next;
+        /** Which slots are taken. */
+        final Bitmap taken;
         /** When the block became idle, in {@link System#nanoTime()} units. */
         long idleSinceNanos;
 
         SlotRegion(Stripe stripe) {
             this.stripe = stripe;
-            this.free = stripe.size.slotsPerRegion;
-            this.used = new long[(free + 63) >>> 6];
+            this.taken = new Bitmap(stripe.size.slotsPerRegion);
         }
 
         SlotSize owner() {
             return stripe.size;
         }
 
+        /** Free slots: the list of its stripe it belongs in. */
+        int free() {
+            return taken.free();
+        }
+
         int take() {
-            for (int w = 0; w < used.length; w++) {
-                long bits = used[w];
-                if (bits != -1L) {
-                    int bit = Long.numberOfTrailingZeros(~bits);
-                    int slot = (w << 6) + bit;
-                    if (slot < stripe.size.slotsPerRegion) {
-                        used[w] = bits | (1L << bit);
-                        free--;
-                        return slot;
-                    }
-                }
+            int slot = taken.take();
+            if (slot < 0) {
+                throw new IllegalStateException("slot region has no free slot");
             }
-            throw new IllegalStateException("slot region has no free slot");
+            return slot;
         }
 
         void put(int slot) {
-            long mask = 1L << (slot & 63);
-            if ((used[slot >>> 6] & mask) == 0) {
+            if (!taken.release(slot)) {
                 throw new IllegalStateException("slot " + slot + " of a " + stripe.size.slotSize + "-byte slot region is already free");
             }
-            used[slot >>> 6] &= ~mask;
-            free++;
         }
     }
 }

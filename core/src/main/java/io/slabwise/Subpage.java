@@ -14,7 +14,7 @@ package io.slabwise;
  * the few bytes too short for one more element (see
  * {@code SizeClasses.chooseSubpageRunPages}).
  */
-final class Subpage {
+final class Subpage extends ListNode<Subpage> {
 
     /** The most elements one subpage holds; the bitmap has this many bits. */
     static final int MAX_ELEMENTS = 512;
@@ -25,15 +25,8 @@ final class Subpage {
     final int sizeIndex;
     final int elementSize;
     final int elements;
-    private final long[] bitmap;
-    private int free;
-    /** A word of the bitmap that may have a free bit; searching starts there. */
-    private int searchFrom;
-
-    /** Links in the arena's list of subpages with free elements for this size class. */
-    Subpage prev;
-    Subpage next;
-    boolean inList;
+    /** Which elements are taken; the subpage is in its arena's list of its size class while it has a free one. */
+    private final Bitmap taken;
 
     Subpage(Chunk chunk, int runStart, int runPages, int sizeIndex, int elementSize) {
         this.chunk = chunk;
@@ -42,26 +35,16 @@ final class Subpage {
         this.sizeIndex = sizeIndex;
         this.elementSize = elementSize;
         this.elements = Math.min(MAX_ELEMENTS, (runPages << chunk.pageShift) / elementSize);
-        this.bitmap = new long[(elements + 63) >>> 6];
-        this.free = elements;
+        this.taken = new Bitmap(elements);
     }
 
     /** Takes a free element and returns its handle; the caller has checked {@link #hasFree()}. */
     long allocate() {
-        for (int w = searchFrom; w < bitmap.length; w++) {
-            long bits = bitmap[w];
-            if (bits != -1L) {
-                int bit = Long.numberOfTrailingZeros(~bits);
-                int element = (w << 6) + bit;
-                if (element < elements) {
-                    bitmap[w] = bits | (1L << bit);
-                    free--;
-                    searchFrom = w;
-                    return Chunk.subpageHandle(runStart, runPages, element);
-                }
-            }
+        int element = taken.take();
+        if (element < 0) {
+            throw new IllegalStateException("subpage has no free element");
         }
-        throw new IllegalStateException("subpage has no free element");
+        return Chunk.subpageHandle(runStart, runPages, element);
     }
 
     /**
@@ -70,27 +53,20 @@ final class Subpage {
      * @throws IllegalStateException when the element is not allocated (a double free)
      */
     void free(int element) {
-        int w = element >>> 6;
-        long mask = 1L << (element & 63);
-        if ((bitmap[w] & mask) == 0) {
+        if (!taken.release(element)) {
             throw new IllegalStateException("element " + element + " of a " + elementSize + "-byte subpage is already free");
-        }
-        bitmap[w] &= ~mask;
-        free++;
-        if (w < searchFrom) {
-            searchFrom = w;
         }
     }
 
     boolean hasFree() {
-        return free > 0;
+        return taken.free() > 0;
     }
 
     boolean isEmpty() {
-        return free == elements;
+        return taken.free() == elements;
     }
 
     int freeElements() {
-        return free;
+        return taken.free();
     }
 }

@@ -63,7 +63,7 @@ final class WholeChunks {
      * @throws CeilingReached when that would pass the ceiling
      */
     void acquireBlockRegion(int size, Allocation out) {
-        Chunk region = new Chunk(threadCaches.current().arena, committed.commit(size));
+        Chunk region = new Chunk(threadCaches.current().arena, committed.commit(size, CommittedMemory.RegionKind.BLOCK));
         committed.blockRegionBytes.addAndGet(size);
         committed.wholeChunkBytes.addAndGet(size);
         out.chunk = region;

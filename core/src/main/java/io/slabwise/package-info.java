@@ -4,9 +4,10 @@
  *
  * <h2>Public front</h2>
  * {@link io.slabwise.MemoryPool} (built from a {@link io.slabwise.PoolConfig}),
- * {@link io.slabwise.Allocation}, {@link io.slabwise.PoolStats} and the
- * {@link io.slabwise.ChunkSource} plug-in point. Everything else is
- * package-private.
+ * {@link io.slabwise.Allocation}, the cache allocators, the statistics, the
+ * limit types and the {@link io.slabwise.ChunkSource}, {@link io.slabwise.Ticker}
+ * and {@link io.slabwise.Scheduler} plug-in points. Everything else is
+ * package-private, and {@code ApiBoundaryTest} keeps it so.
  *
  * <h2>Who owns what (the concurrency contract)</h2>
  * <ul>
@@ -33,11 +34,14 @@
  *       lock; the array of live caches is copied on write, and dead threads'
  *       caches are folded into retired counts under a lock that a snapshot
  *       holds and that allocating threads only ever try.</li>
-  <li><b>Cross-thread release</b>: a thread that frees memory of an arena it is
+ *   <li><b>Cross-thread release</b>: a thread that frees memory of an arena it is
  *       not bound to hands it over through that arena's
- *       {@code RemoteFreeQueue} (CAS to claim a slot, release store to publish),
- *       which the arena drains under its lock; when the queue is full, the thread
- *       takes the arena's lock instead. No lock is global.</li>
+ *       {@code RemoteFreeQueue} (CAS to claim a slot, release store to publish;
+ *       producers read the consumer index only when their cached limit says
+ *       the queue may be full). Whoever next holds the arena's lock drains at
+ *       most {@code Arena.DRAIN_BATCH} entries before its own work, so no lock
+ *       holder works through an unbounded backlog; when the queue is full, the
+ *       producer takes the arena's lock instead. No lock is global.</li>
  *   <li><b>Committed</b> bytes are an atomic counter changed only when a region
  *       is taken from or given back to the chunk source.</li>
  * </ul>

@@ -57,7 +57,7 @@ class RemoteFreeQueueTest {
 
     private static void drain(Arena arena) {
         synchronized (arena) { // the consumer is whoever holds the arena's lock
-            arena.remoteFrees.drain(arena);
+            arena.drainRemoteFrees(arena.remoteFrees.capacity());
         }
     }
 
@@ -164,6 +164,63 @@ class RemoteFreeQueueTest {
         }
         assertEquals(0, usedBytes(arena));
         assertEquals(1, arena.trim(0, 0), "the arena's one chunk is idle, its empty subpage given back");
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * A lock holder applies at most {@link Arena#DRAIN_BATCH} remote frees on
+     * its way to its own work, however many are queued; the rest wait for the
+     * next holder, and a snapshot takes all that a quiet queue holds.
+     */
+    @Test
+    void aLockHolderAppliesAtMostOneBatchOfRemoteFrees() {
+        MemoryPool pool = newPool();
+        Arena arena = standaloneArena(pool, 1024);
+        int queued = 2 * Arena.DRAIN_BATCH + 100;
+        List<Allocation> all = allocateFrom(arena, queued + 1, false);
+        for (Allocation a : all.subList(0, queued)) {
+            assertTrue(arena.remoteFrees.offer(entryOf(a)));
+        }
+        Allocation mine = new Allocation();
+        arena.allocate(SizeClasses.indexOf(SMALL), mine);
+        assertEquals(queued - Arena.DRAIN_BATCH, arena.remoteFrees.size(), "an allocation drains one batch");
+        arena.free(mine.chunk, mine.handle);
+        assertEquals(queued - 2 * Arena.DRAIN_BATCH, arena.remoteFrees.size(), "so does a free");
+        Allocation last = all.get(queued);
+        assertEquals(SMALL, usedBytes(arena), "a snapshot drains the rest: only the last allocation is in use");
+        assertEquals(0, arena.remoteFrees.size());
+        arena.free(last.chunk, last.handle);
+        arena.trim(0, 0);
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * A refill still takes remote frees of its class straight into its batch,
+     * in the order they were handed over, from the one batch of frees it
+     * drains; frees of the class beyond the refill go back to their subpages,
+     * and those beyond the drain stay queued.
+     */
+    @Test
+    void aRefillTakesQueuedFreesOfItsClassFromOneBatch() {
+        MemoryPool pool = newPool();
+        Arena arena = standaloneArena(pool, 1024);
+        int queued = Arena.DRAIN_BATCH + 44;
+        List<Allocation> all = allocateFrom(arena, queued, false);
+        for (Allocation a : all) {
+            assertTrue(arena.remoteFrees.offer(entryOf(a)));
+        }
+        int[] chunkIds = new int[16];
+        long[] handles = new long[16];
+        assertEquals(16, arena.allocateBatch(SizeClasses.indexOf(SMALL), chunkIds, handles, 16));
+        for (int i = 0; i < 16; i++) {
+            assertEquals(all.get(i).handle, handles[i], "the refill took the first frees handed over, in order");
+            assertEquals(all.get(i).chunk.id, chunkIds[i]);
+        }
+        assertEquals(44, arena.remoteFrees.size(), "the frees beyond one batch wait for the next drain");
+        assertEquals(16L * SMALL, usedBytes(arena), "the rest of the batch went back; the refill's 16 are in use");
+        arena.freeBatch(chunkIds, handles, 0, 16);
+        assertEquals(0, usedBytes(arena));
+        arena.trim(0, 0);
         assertEquals(0, pool.committedBytes());
     }
 
