@@ -24,6 +24,11 @@ import java.util.function.Supplier;
  *                 WAIT → queue of that resource, first come first served, until memory is released or the timeout
  * </pre>
  *
+ * <p>Every refusal (false or {@link MemoryLimitException}) and every wait is
+ * counted in {@link LimitCounters} and reported to JDK Flight Recorder
+ * ({@code io.slabwise.LimitRefused}, {@code io.slabwise.LimitWait}; see
+ * {@link PoolEvents}); both happen here, past the fast path.
+ *
  * Any thread; no lock but the limit's, and never while an arena lock is held.
  */
 final class Admission {
@@ -34,6 +39,8 @@ final class Admission {
     private final Runnable reclaimForCeiling;
     /** The pool's counters, for the figures in a refusal's message. */
     private final Supplier<ThreadCaches.Snapshot> counters;
+    /** Refusals and waits, per category and limit. */
+    private final LimitCounters limitCounters = new LimitCounters();
     private volatile boolean closed;
 
     Admission(PoolConfig config, MemoryLimit limit, Runnable reclaimForCeiling, Supplier<ThreadCaches.Snapshot> counters) {
@@ -78,6 +85,11 @@ final class Admission {
     /** Allocations waiting at the ceiling or a quota right now. */
     int waiters() {
         return limit.waiters();
+    }
+
+    /** Refusals and waits so far for the categories {@code known}, and the callers waiting now. */
+    LimitStats limitStats(Category[] known) {
+        return limitCounters.snapshot(known, limit.waiters());
     }
 
     /** Memory was given back: wakes callers waiting for it, if any. */
@@ -130,21 +142,31 @@ final class Admission {
             }
         }
         if (policy == LimitPolicy.RETURN_NULL) {
+            refused(category, requested, kindOf(refusal), policy, PoolEvents.BY_POLICY);
             return false;
         }
-        failIfNeverSatisfiable(category, requested);
+        failIfNeverSatisfiable(category, requested, policy);
         if (policy == LimitPolicy.FAIL || !config.waitAllowed().getAsBoolean() || config.waitTimeout().isZero()) {
-            throw exception(category, requested, refusal,
-                    policy == LimitPolicy.WAIT ? " (waiting is not allowed on this thread)" : "");
+            boolean byPolicy = policy == LimitPolicy.FAIL;
+            throw refuse(category, requested, kindOf(refusal), policy,
+                    byPolicy ? PoolEvents.BY_POLICY : PoolEvents.WAIT_NOT_ALLOWED,
+                    byPolicy ? "" : " (waiting is not allowed on this thread)");
         }
         long deadline = System.nanoTime() + config.waitTimeout().toNanos();
         // first come, first served among the callers waiting for the same resource: only the head retries
         MemoryLimit.WaitQueue queue = refusal == Attempt.QUOTA
                 || (refusal == Attempt.QUEUED && !limit.ceilingQueue.hasWaiters()) ? category.quotaQueue : limit.ceilingQueue;
+        MemoryLimitException.Kind waitedFor = queue == limit.ceilingQueue
+                ? MemoryLimitException.Kind.CEILING : MemoryLimitException.Kind.QUOTA;
         long ticket = limit.enqueue(queue);
+        long waitStart = System.nanoTime();
+        PoolEvents.LimitWait waitEvent = PoolEvents.beginWait();
+        String outcome = null;
         try {
             if (!limit.awaitTurn(queue, ticket, deadline)) {
-                throw exception(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
+                outcome = PoolEvents.TIMEOUT;
+                throw refuse(category, requested, waitedFor, policy, PoolEvents.WAIT_TIMEOUT,
+                        " after waiting " + config.waitTimeout().toMillis() + " ms");
             }
             checkOpen();
             limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
@@ -152,27 +174,46 @@ final class Admission {
                 long seen = limit.releaseCount();
                 refusal = attempt.tryOnce(category, requested, out);
                 if (refusal == Attempt.DONE) {
+                    outcome = PoolEvents.SERVED;
                     return true;
                 }
                 if (refusal == Attempt.CEILING) {
                     reclaimForCeiling.run();
                     refusal = attempt.tryOnce(category, requested, out);
                     if (refusal == Attempt.DONE) {
+                        outcome = PoolEvents.SERVED;
                         return true;
                     }
                 }
                 checkOpen();
                 if (!limit.awaitRelease(seen, deadline)) {
-                    throw exception(category, requested, refusal, " after waiting " + config.waitTimeout().toMillis() + " ms");
+                    outcome = PoolEvents.TIMEOUT;
+                    throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.WAIT_TIMEOUT,
+                            " after waiting " + config.waitTimeout().toMillis() + " ms");
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw exception(category, requested, refusal, " (interrupted while waiting)");
+            outcome = PoolEvents.INTERRUPTED;
+            throw refuse(category, requested, refusal == Attempt.QUEUED ? waitedFor : kindOf(refusal), policy,
+                    PoolEvents.WAIT_INTERRUPTED, " (interrupted while waiting)");
         } finally {
             limit.retrying(null);
             limit.dequeue(queue, ticket);
+            limitCounters.waited(category, waitedFor, System.nanoTime() - waitStart);
+            PoolEvents.endWait(waitEvent, category.name(), requested, waitedFor,
+                    outcome != null ? outcome : closed ? PoolEvents.CLOSED : PoolEvents.FAILED);
         }
+    }
+
+    /**
+     * The limit that refused: {@link Attempt#CEILING} or {@link Attempt#QUOTA};
+     * for a caller that lined up without trying, the resource it lined up for,
+     * chosen as {@link #atLimit} chooses the queue.
+     */
+    private MemoryLimitException.Kind kindOf(int refusal) {
+        boolean ceiling = refusal == Attempt.CEILING || (refusal == Attempt.QUEUED && limit.ceilingQueue.hasWaiters());
+        return ceiling ? MemoryLimitException.Kind.CEILING : MemoryLimitException.Kind.QUOTA;
     }
 
     /**
@@ -180,15 +221,31 @@ final class Admission {
      * let it wait out its timeout: one larger than its category's quota or
      * than the ceiling.
      */
-    private void failIfNeverSatisfiable(Category category, int requested) {
+    private void failIfNeverSatisfiable(Category category, int requested, LimitPolicy policy) {
         if (category.tracked && requested > category.quota) {
-            throw exception(category, requested, Attempt.QUOTA,
+            throw refuse(category, requested, MemoryLimitException.Kind.QUOTA, policy, PoolEvents.NEVER_SATISFIABLE,
                     " (the request is larger than the quota itself: it can never be satisfied)");
         }
         if (requested > limit.max) {
-            throw exception(category, requested, Attempt.CEILING,
+            throw refuse(category, requested, MemoryLimitException.Kind.CEILING, policy, PoolEvents.NEVER_SATISFIABLE,
                     " (the request is larger than the ceiling itself: it can never be satisfied)");
         }
+    }
+
+    /** Counts and reports a refusal, and returns the exception to throw for it. */
+    private MemoryLimitException refuse(Category category, int requested, MemoryLimitException.Kind kind,
+                                        LimitPolicy policy, String reason, String suffix) {
+        refused(category, requested, kind, policy, reason);
+        return exception(category, requested, kind, suffix);
+    }
+
+    /** Counts a refusal and reports it to JDK Flight Recorder. */
+    private void refused(Category category, int requested, MemoryLimitException.Kind kind, LimitPolicy policy,
+                         String reason) {
+        limitCounters.refused(category, kind);
+        boolean quota = kind == MemoryLimitException.Kind.QUOTA;
+        PoolEvents.limitRefused(category.name(), requested, kind, quota ? category.quota : limit.max,
+                quota ? category.trackedReserved.get() : limit.committed(), policy, reason);
     }
 
     /**
@@ -198,14 +255,14 @@ final class Admission {
      */
     MemoryLimitException exceptionFor(Category category, int requested, long reserved) {
         boolean quota = category.tracked && category.trackedReserved.get() + reserved > category.quota;
-        return exception(category, requested, quota ? Attempt.QUOTA : Attempt.CEILING, "");
+        return exception(category, requested, quota ? MemoryLimitException.Kind.QUOTA : MemoryLimitException.Kind.CEILING, "");
     }
 
-    private MemoryLimitException exception(Category category, int requested, int refusal, String suffix) {
+    private MemoryLimitException exception(Category category, int requested, MemoryLimitException.Kind kind, String suffix) {
         ThreadCaches.Snapshot counts = counters.get();
         String usage = "requested=" + counts.totalRequested() + " reserved=" + counts.totalReserved()
                 + " committed=" + counts.committed;
-        if (refusal == Attempt.QUOTA) {
+        if (kind == MemoryLimitException.Kind.QUOTA) {
             return new MemoryLimitException(MemoryLimitException.Kind.QUOTA, category.name(), requested, category.quota,
                     "category '" + category + "' quota exceeded: request of " + requested + " bytes, quota "
                             + category.quota + " bytes, category reserved " + category.trackedReserved.get()

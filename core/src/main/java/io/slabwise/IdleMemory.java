@@ -23,20 +23,27 @@ import java.util.Collection;
  *       chunk kept.</li>
  * </ul>
  * No thread is ever stopped: live threads give their caches back at their
- * next operation. Any thread.
+ * next operation.
+ *
+ * <p>Each of the three is reported to JDK Flight Recorder as an
+ * {@code io.slabwise.Trim} event with the regions and bytes it gave back
+ * (decay and reclaim only when they gave something back; see
+ * {@link PoolEvents}). Any thread.
  */
 final class IdleMemory {
 
     private final Arena[] arenas;
     private final ThreadCaches threadCaches;
+    private final CommittedMemory committed;
     private final PoolConfig config;
     private final Collection<SequentialAllocator> sequentialAllocators;
     private final Collection<BlockPool> blockPools;
 
-    IdleMemory(Arena[] arenas, ThreadCaches threadCaches, PoolConfig config,
+    IdleMemory(Arena[] arenas, ThreadCaches threadCaches, CommittedMemory committed, PoolConfig config,
                Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools) {
         this.arenas = arenas;
         this.threadCaches = threadCaches;
+        this.committed = committed;
         this.config = config;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
@@ -49,13 +56,15 @@ final class IdleMemory {
      * @return the number of chunks and blocks given back
      */
     int decay() {
+        PoolEvents.Trim event = PoolEvents.beginTrim();
+        GivenBack given = new GivenBack();
         threadCaches.reclaimDead();
         long decayNanos = config.idleChunkDecay().toNanos();
-        int released = trimArenas(decayNanos, config.minIdleChunks());
+        trimArenas(decayNanos, config.minIdleChunks(), given);
         for (BlockPool blocks : blockPools) {
-            released += blocks.releaseIdleBlocks(decayNanos);
+            given.blocks(blocks, blocks.releaseIdleBlocks(decayNanos));
         }
-        return released;
+        return given.report(event, PoolEvents.BY_DECAY);
     }
 
     /**
@@ -66,27 +75,53 @@ final class IdleMemory {
      * @return the number of chunks and idle blocks given back to the operating system
      */
     int trim() {
+        PoolEvents.Trim event = PoolEvents.beginTrim();
+        GivenBack given = new GivenBack();
         reclaimCaches();
-        int released = releaseCacheAllocatorsIdle();
-        return released + trimArenas(0, config.minIdleChunks());
+        releaseCacheAllocatorsIdle(given);
+        trimArenas(0, config.minIdleChunks(), given);
+        return given.report(event, PoolEvents.BY_TRIM);
     }
 
     /** Takes back everything idle, keeping nothing: before a refusal at the ceiling, and after close. */
     void reclaimAll() {
+        PoolEvents.Trim event = PoolEvents.beginTrim();
+        GivenBack given = new GivenBack();
         reclaimCaches();
-        releaseCacheAllocatorsIdle();
+        releaseCacheAllocatorsIdle(given);
         for (Arena arena : arenas) {
-            arena.trim(0, 0);
+            given.chunks(arena.trim(0, 0));
+        }
+        given.report(event, PoolEvents.BY_RECLAIM);
+    }
+
+    private void trimArenas(long idleNanos, int keep, GivenBack given) {
+        for (Arena arena : arenas) {
+            given.chunks(arena.trim(idleNanos, keep));
+            keep = Math.max(0, keep - arena.idleChunkCount());
         }
     }
 
-    private int trimArenas(long idleNanos, int keep) {
-        int released = 0;
-        for (Arena arena : arenas) {
-            released += arena.trim(idleNanos, keep);
-            keep = Math.max(0, keep - arena.idleChunkCount());
+    /** What one trim, decay or reclaim gave back to the chunk source. */
+    private final class GivenBack {
+        private int regions;
+        private long bytes;
+
+        void chunks(int count) {
+            regions += count;
+            bytes += (long) count * config.chunkSize();
         }
-        return released;
+
+        void blocks(BlockPool pool, int count) {
+            regions += count;
+            bytes += (long) count * pool.blockSize();
+        }
+
+        /** Reports to JDK Flight Recorder; returns the regions given back. */
+        int report(PoolEvents.Trim event, String cause) {
+            PoolEvents.endTrim(event, cause, regions, bytes, committed.committed());
+            return regions;
+        }
     }
 
     /**
@@ -105,18 +140,16 @@ final class IdleMemory {
 
     /**
      * Gives back the sequential allocators' empty open chunks and spare chunks
-     * (to their arenas) and the block pools' idle blocks (to the OS); returns
-     * how many idle blocks.
+     * (to their arenas) and the block pools' idle blocks (to the OS), counting
+     * the idle blocks in {@code given}.
      */
-    private int releaseCacheAllocatorsIdle() {
-        int released = 0;
+    private void releaseCacheAllocatorsIdle(GivenBack given) {
         for (SequentialAllocator sequential : sequentialAllocators) {
             sequential.retireEmptyOpenChunks(); // open chunks with no live slice: to the spare or the arena
             sequential.releaseSpare(); // to its arena, whose trim counts it when it leaves
         }
         for (BlockPool blocks : blockPools) {
-            released += blocks.releaseIdleBlocks(0);
+            given.blocks(blocks, blocks.releaseIdleBlocks(0));
         }
-        return released;
     }
 }

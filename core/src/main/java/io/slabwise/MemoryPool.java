@@ -101,14 +101,15 @@ public final class MemoryPool implements AutoCloseable {
         this.config = Objects.requireNonNull(config, "config");
         this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
         MemoryLimit limit = new MemoryLimit(config.maxMemory());
-        this.committed = new CommittedMemory(config.chunkSource(), limit);
+        this.committed = new CommittedMemory(config.chunkSource(), limit, config.chunkSize());
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
         this.threadCaches = new ThreadCaches(limit, arenas, config);
-        this.idle = new IdleMemory(arenas, threadCaches, config, sequentialAllocators.values(), blockPools.values());
+        this.idle = new IdleMemory(arenas, threadCaches, committed, config, sequentialAllocators.values(),
+                blockPools.values());
         this.admission = new Admission(config, limit, idle::reclaimAll, this::counters);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.defaultCategory = category(Category.DEFAULT_NAME);
@@ -354,6 +355,11 @@ public final class MemoryPool implements AutoCloseable {
         return admission.waiters();
     }
 
+    /** Refusals and waits at the ceiling and the quotas since the pool was built, per category; any thread. */
+    public LimitStats limitStats() {
+        return admission.limitStats(categories);
+    }
+
     /**
      * Like {@link #allocate(Category, int, Allocation)}, but never waits:
      * with {@code returnFalseAtLimit} it returns false at a limit whatever the
@@ -531,7 +537,7 @@ public final class MemoryPool implements AutoCloseable {
 
     private void allocateHuge(ThreadCache cache, Category category, int requested, Allocation out) {
         int size = roundToPage(requested);
-        out.chunk = new Chunk(cache.arena, committed.commit(size));
+        out.chunk = new Chunk(cache.arena, committed.commit(size, CommittedMemory.RegionKind.HUGE));
         out.handle = 0;
         committed.hugeBytes.addAndGet(size);
         committed.hugeCount.incrementAndGet();
@@ -632,10 +638,8 @@ public final class MemoryPool implements AutoCloseable {
             perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
                     counts.allocations(id), counts.releases(id), peak));
         }
-        return new PoolStats(counts.totalRequested(), counts.totalReserved(), counts.committed,
-                committed.hugeBytes.get(), committed.hugeCount.get(), committed.blockRegionBytes.get(),
-                counts.totalAllocations(), counts.totalReleases(), sizes.chunkSize(), arenaSnapshots, perCategory,
-                ResidentMemory.bytes(), Math.max(0, committed.wholeChunkBytes.get() - counts.totalCarved()));
+        return new PoolStats(counts, committed.figures(), arenaSnapshots, perCategory, sizes.chunkSize(),
+                ResidentMemory.bytes());
     }
 
     @Override

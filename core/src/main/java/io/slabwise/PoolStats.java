@@ -31,22 +31,31 @@ public final class PoolStats {
     private final long resident;
     private final long carvedFree;
 
-    PoolStats(long requested, long reserved, long committed, long hugeCommitted, long hugeAllocations,
-              long blockRegionBytes, long allocations, long releases, int chunkSize, ArenaSnapshot[] arenas, List<CategoryStats> categories,
-              long resident, long carvedFree) {
-        this.requested = requested;
-        this.reserved = reserved;
-        this.committed = committed;
-        this.hugeCommitted = hugeCommitted;
-        this.hugeAllocations = hugeAllocations;
-        this.blockRegionBytes = blockRegionBytes;
-        this.allocations = allocations;
-        this.releases = releases;
+    /**
+     * Puts a snapshot together from its parts.
+     *
+     * @param counts     every thread's counters, and the committed bytes read with them
+     * @param memory     what the pool holds from the chunk source, by kind
+     * @param arenas     each arena, read under its lock
+     * @param categories each category's figures
+     * @param chunkSize  the pool's chunk size
+     * @param resident   the process's resident bytes, or -1 where unknown
+     */
+    PoolStats(ThreadCaches.Snapshot counts, CommittedMemory.Figures memory, ArenaSnapshot[] arenas,
+              List<CategoryStats> categories, int chunkSize, long resident) {
+        this.requested = counts.totalRequested();
+        this.reserved = counts.totalReserved();
+        this.committed = counts.committed;
+        this.allocations = counts.totalAllocations();
+        this.releases = counts.totalReleases();
+        this.hugeCommitted = memory.hugeBytes();
+        this.hugeAllocations = memory.hugeCount();
+        this.blockRegionBytes = memory.blockRegionBytes();
+        this.carvedFree = Math.max(0, memory.wholeChunkBytes() - counts.totalCarved());
         this.chunkSize = chunkSize;
         this.arenas = arenas;
         this.categories = List.copyOf(categories);
         this.resident = resident;
-        this.carvedFree = carvedFree;
     }
 
     /**
@@ -231,18 +240,18 @@ public final class PoolStats {
         return committed == 0 ? 0 : 1 - (double) reserved / committed;
     }
 
-    /** committed/requested: native bytes held per byte asked for; 0 when nothing is live. */
+    /** committed/requested: native bytes held per byte asked for; NaN when nothing is requested (no ratio). */
     public double overhead() {
-        return requested == 0 ? 0 : (double) committed / requested;
+        return requested == 0 ? Double.NaN : (double) committed / requested;
     }
 
     /** A one-line summary for a periodic log line. */
     public String summary() {
         return String.format(Locale.ROOT,
-                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d blocks=%s internal=%.1f%% external=%.1f%% overhead=%.2fx",
+                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d blocks=%s internal=%.1f%% external=%.1f%% overhead=%s",
                 bytes(requested), bytes(reserved), bytes(committed), resident < 0 ? "" : " resident=" + bytes(resident),
                 chunks(), idleChunks(), hugeAllocations, bytes(blockRegionBytes), internalFragmentation() * 100, externalFragmentation() * 100,
-                overhead());
+                requested == 0 ? "n/a" : String.format(Locale.ROOT, "%.2fx", overhead()));
     }
 
     /**

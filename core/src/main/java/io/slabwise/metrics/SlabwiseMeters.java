@@ -11,14 +11,22 @@ import java.util.List;
  * them to their own conventions (Prometheus:
  * {@code slabwise_memory_committed_bytes}).
  *
- * <p>Every meter carries the tag {@link TagKey#ALLOCATOR}, the name given to
- * {@link SlabwiseMetrics}. Category meters also carry {@link TagKey#CATEGORY}
- * (one series per category: a handful, named by the application), and
- * {@link #CHUNKS} carries {@link TagKey#STATE} ({@code used} or {@code idle}).
- * No tag takes per-buffer or per-thread values.
+ * <p>Every meter carries {@link TagKey#ALLOCATOR}, the name given to
+ * {@link SlabwiseMetrics}, and the two tags Micrometer's own
+ * {@code NettyAllocatorMetrics} puts on its {@code netty.allocator.*} series:
+ * {@link TagKey#ID} and {@link TagKey#ALLOCATOR_TYPE}. Bound with
+ * {@link SlabwiseMetrics#forAllocator}, both take the values that binder gives
+ * the same allocator, so the two sets of series join on them. Category meters
+ * also carry {@link TagKey#CATEGORY} (one series per category: a handful,
+ * named by the application), {@link #CHUNKS} carries {@link TagKey#STATE}
+ * ({@code used} or {@code idle}), and the limit meters {@link TagKey#KIND}
+ * ({@code ceiling} or {@code quota}). No tag takes per-buffer or per-thread
+ * values.
  *
- * <p>The ratios ({@link #FRAGMENTATION_INTERNAL}, {@link #FRAGMENTATION_EXTERNAL},
- * {@link #OVERHEAD}) have no base unit.
+ * <p>The ratios are named as ratios ({@code ....ratio}) and have no base unit;
+ * {@link #OVERHEAD} reads NaN while nothing is requested, as it has no value
+ * then. {@link #LIMIT_WAIT} is a timer: its count is the number of waits, its
+ * total the time spent waiting, in the registry's base time unit.
  */
 public enum SlabwiseMeters {
 
@@ -48,14 +56,18 @@ public enum SlabwiseMeters {
             "Pooled chunks: state=used has something allocated, state=idle is empty and kept for reuse",
             TagKey.STATE),
     /** 1 - requested/reserved. */
-    FRAGMENTATION_INTERNAL("slabwise.fragmentation.internal", Type.GAUGE, null,
-            "Internal fragmentation, 1 - requested/reserved: what size-class rounding wastes"),
+    FRAGMENTATION_INTERNAL("slabwise.fragmentation.internal.ratio", Type.GAUGE, null,
+            "Internal fragmentation, 1 - requested/reserved: what size-class rounding wastes (0 when nothing is live)"),
     /** 1 - reserved/committed. */
-    FRAGMENTATION_EXTERNAL("slabwise.fragmentation.external", Type.GAUGE, null,
-            "External fragmentation, 1 - reserved/committed: committed memory not set aside for live buffers"),
-    /** committed/requested. */
-    OVERHEAD("slabwise.overhead", Type.GAUGE, null,
-            "Native bytes held per byte asked for, committed/requested"),
+    FRAGMENTATION_EXTERNAL("slabwise.fragmentation.external.ratio", Type.GAUGE, null,
+            "External fragmentation, 1 - reserved/committed: committed memory not set aside for live buffers"
+                    + " (0 when nothing is committed)"),
+    /** committed/requested; NaN while nothing is requested. */
+    OVERHEAD("slabwise.overhead.ratio", Type.GAUGE, null,
+            "Native bytes held per byte asked for, committed/requested (NaN while nothing is requested)"),
+    /** Allocations waiting at a limit now; registered only when the pool has a ceiling or a quota. */
+    LIMIT_WAITING("slabwise.limit.waiting", Type.GAUGE, "allocations",
+            "Allocations waiting for memory at the ceiling or a quota right now (absent when the pool has neither)"),
     /** Per category: bytes asked for. */
     CATEGORY_REQUESTED("slabwise.category.requested", Type.GAUGE, BaseUnits.BYTES,
             "Bytes that live buffers of the category asked for", TagKey.CATEGORY),
@@ -67,24 +79,56 @@ public enum SlabwiseMeters {
             "Live buffers of the category", TagKey.CATEGORY),
     /** Per category: allocations so far. */
     CATEGORY_ALLOCATIONS("slabwise.category.allocations", Type.FUNCTION_COUNTER, BaseUnits.BUFFERS,
-            "Buffers allocated for the category since the pool was built", TagKey.CATEGORY);
+            "Buffers allocated for the category since the pool was built", TagKey.CATEGORY),
+    /**
+     * Per category and limit: refused allocations so far. {@code kind=ceiling}
+     * is registered when the pool has a ceiling, {@code kind=quota} for the
+     * categories with a quota.
+     */
+    LIMIT_REFUSALS("slabwise.limit.refusals", Type.FUNCTION_COUNTER, "refusals",
+            "Allocations of the category refused at the limit since the pool was built: returned nothing or threw"
+                    + " MemoryLimitException, at once or after waiting",
+            TagKey.CATEGORY, TagKey.KIND),
+    /**
+     * Per category and limit: waits for memory so far and their time; for the
+     * same series as {@link #LIMIT_REFUSALS}.
+     */
+    LIMIT_WAIT("slabwise.limit.wait", Type.FUNCTION_TIMER, null,
+            "Waits of the category's allocations for memory at the limit, counted when over (served, timed out,"
+                    + " interrupted or closed), and the time they took",
+            TagKey.CATEGORY, TagKey.KIND);
 
     /** How a meter is registered. */
     public enum Type {
         /** A {@code Gauge}: a value sampled when read. */
         GAUGE,
         /** A {@code FunctionCounter}: a monotonically increasing count read from the pool. */
-        FUNCTION_COUNTER
+        FUNCTION_COUNTER,
+        /** A {@code FunctionTimer}: a count and a total time read from the pool; its unit is the registry's. */
+        FUNCTION_TIMER
     }
 
     /** The tag keys the meters use; every value set they take is small. */
     public enum TagKey {
         /** The name the application gave the pool when binding it; on every meter. */
         ALLOCATOR("allocator"),
+        /**
+         * The allocator's hash code, as Micrometer's {@code NettyAllocatorMetrics}
+         * tags it ({@code id}); the pool's when bound without an allocator. On every meter.
+         */
+        ID("id"),
+        /**
+         * The allocator's class simple name, as {@code NettyAllocatorMetrics}
+         * tags it ({@code allocator.type}, {@code allocator_type} in Prometheus);
+         * {@code MemoryPool} when bound without an allocator. On every meter.
+         */
+        ALLOCATOR_TYPE("allocator.type"),
         /** The category's name, e.g. {@code network}, {@code log_cache}. */
         CATEGORY("category"),
         /** A chunk's state: {@code used} or {@code idle}. */
-        STATE("state");
+        STATE("state"),
+        /** The limit: {@code ceiling} (the pool's, on committed bytes) or {@code quota} (the category's, on reserved bytes). */
+        KIND("kind");
 
         private final String key;
 
@@ -109,9 +153,10 @@ public enum SlabwiseMeters {
         this.type = type;
         this.baseUnit = baseUnit;
         this.description = description;
-        TagKey[] keys = new TagKey[extraTagKeys.length + 1];
-        keys[0] = TagKey.ALLOCATOR;
-        System.arraycopy(extraTagKeys, 0, keys, 1, extraTagKeys.length);
+        TagKey[] common = {TagKey.ALLOCATOR, TagKey.ID, TagKey.ALLOCATOR_TYPE}; // on every meter
+        TagKey[] keys = new TagKey[common.length + extraTagKeys.length];
+        System.arraycopy(common, 0, keys, 0, common.length);
+        System.arraycopy(extraTagKeys, 0, keys, common.length, extraTagKeys.length);
         this.tagKeys = List.of(keys);
     }
 
@@ -125,7 +170,7 @@ public enum SlabwiseMeters {
         return type;
     }
 
-    /** The base unit, or null for a ratio. */
+    /** The base unit; null for a ratio, and for a timer, whose unit is the registry's base time unit. */
     public String baseUnit() {
         return baseUnit;
     }
@@ -136,8 +181,9 @@ public enum SlabwiseMeters {
     }
 
     /**
-     * The tag keys of the meter, {@link TagKey#ALLOCATOR} first; tags the
-     * application adds when binding come on top.
+     * The tag keys of the meter: {@link TagKey#ALLOCATOR}, {@link TagKey#ID}
+     * and {@link TagKey#ALLOCATOR_TYPE} first; tags the application adds when
+     * binding come on top.
      */
     public List<TagKey> tagKeys() {
         return tagKeys;

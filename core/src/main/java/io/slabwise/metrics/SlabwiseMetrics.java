@@ -1,44 +1,66 @@
 package io.slabwise.metrics;
 
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.slabwise.CategoryStats;
+import io.slabwise.LimitStats;
+import io.slabwise.MemoryLimitException;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolStats;
 
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
 
 /**
  * Binds a pool's figures to a Micrometer registry: the meters of
  * {@link SlabwiseMeters}, tagged with the allocator name given here.
  *
  * <pre>{@code
- * new SlabwiseMetrics(allocator.pool(), "server").bindTo(registry);
+ * SlabwiseMetrics.forAllocator(allocator, allocator.pool(), "server").bindTo(registry);
+ * new NettyAllocatorMetrics(allocator).bindTo(registry); // Micrometer's own, if wanted: the series join
  * }</pre>
  *
+ * <h2>Joining Micrometer's Netty series</h2>
+ * Micrometer's {@code NettyAllocatorMetrics} tags its {@code netty.allocator.*}
+ * series with {@code id} (the allocator's hash code) and
+ * {@code allocator.type} (its class's simple name). Every Slabwise meter
+ * carries the same two tags: bound with {@link #forAllocator}, the values
+ * that binder gives the allocator; bound with the constructor, those of the
+ * pool itself ({@code allocator.type=MemoryPool}).
+ *
  * <h2>One snapshot per scrape</h2>
- * Every meter reads a {@link PoolStats} snapshot, and a snapshot visits every
- * arena and category. Instead of one snapshot per meter, the first meter read
- * takes one and the others reuse it for {@value #SNAPSHOT_MILLIS} ms, so a
+ * Every meter reads a {@link PoolStats} snapshot (with the pool's
+ * {@link LimitStats}), and a snapshot visits every arena and category.
+ * Instead of one snapshot per meter, the first meter read takes one and the
+ * others reuse it for {@value #SNAPSHOT_MILLIS} ms, so a
  * scrape costs one snapshot and all its figures come from the same moment.
  * Two scrapes less than that apart may show the same figures.
  *
  * <h2>Lifetime</h2>
  * The pool is held weakly: binding does not keep it alive, and once it is
- * collected every meter reads NaN. The registry holds this binder strongly
- * (the binder, not the pool, is what its meters observe), so the binder needs
- * no other reference.
+ * collected every gauge and the allocation counters read NaN, while the limit
+ * counters and timers keep their last counts (counts never go back). The
+ * registry holds this binder strongly through the gauges (the binder, not the
+ * pool, is what its meters observe; function counters and timers hold it
+ * weakly, and the gauges keep it), so the binder needs no other reference.
+ *
+ * <h2>Limits</h2>
+ * Refusals and waits are counted per category and limit: {@code kind=ceiling}
+ * when the pool has a ceiling, {@code kind=quota} for the categories built
+ * with a quota; {@link SlabwiseMeters#LIMIT_WAITING} when it has either.
  *
  * <h2>Categories</h2>
  * Categories are created as the application goes. Those that exist when
@@ -51,6 +73,7 @@ import java.util.function.ToDoubleFunction;
  * <p>Thread-safe: scrapes may run concurrently with each other, with binding
  * and with the pool's own work.
  */
+@SuppressWarnings("exports") // Micrometer is an optional automatic module: a user of the binder requires it
 public final class SlabwiseMetrics implements MeterBinder {
 
     /** How long one snapshot serves the meters. */
@@ -61,33 +84,69 @@ public final class SlabwiseMetrics implements MeterBinder {
     private final WeakReference<MemoryPool> pool;
     private final Tags tags;
     private final LongSupplier nanoClock;
+    /** Whether the pool has a ceiling, and which categories a quota: the limit series that can move. */
+    private final boolean hasCeiling;
+    private final Set<String> quotaCategories;
     /** Guards {@link #registries} and additions to {@link #boundCategories}. */
     private final Object bindLock = new Object();
     private final List<MeterRegistry> registries = new ArrayList<>();
     /** Categories whose meters are in every registry of {@link #registries}; read without the lock. */
     private final Set<String> boundCategories = ConcurrentHashMap.newKeySet();
     private volatile Snapshot snapshot;
+    /** The limit counts of the latest snapshot; kept once the pool is gone, so the counts stay where they were. */
+    private volatile LimitStats lastLimits;
 
     /** A snapshot and the clock reading when it was taken, published together. */
-    private record Snapshot(PoolStats stats, long takenAt) {
+    private record Snapshot(PoolStats stats, LimitStats limits, long takenAt) {
     }
 
     /**
-     * Metrics of {@code pool}, tagged {@code allocator=allocatorName}.
+     * Metrics of {@code pool}, tagged {@code allocator=allocatorName}, and
+     * {@code id} and {@code allocator.type} with the pool's own hash code and
+     * class name. To join the series of Micrometer's
+     * {@code NettyAllocatorMetrics} for the Netty allocator built on the pool,
+     * use {@link #forAllocator} instead.
      *
      * @param pool          the pool to observe; held weakly
      * @param allocatorName the value of the {@code allocator} tag, to tell pools apart
      * @param extraTags     further tags for every meter (keep them low-cardinality)
      */
     public SlabwiseMetrics(MemoryPool pool, String allocatorName, Tag... extraTags) {
-        this(pool, allocatorName, System::nanoTime, extraTags);
+        this(pool, pool, allocatorName, System::nanoTime, extraTags);
+    }
+
+    /**
+     * Metrics of {@code pool}, the pool under {@code allocator}, tagged as
+     * Micrometer's {@code NettyAllocatorMetrics} tags that allocator:
+     * {@code id} its {@link Object#hashCode()}, {@code allocator.type} its
+     * class's simple name; and {@code allocator=allocatorName}. The
+     * allocator is not kept: only those two values are.
+     *
+     * @param allocator     the allocator built on {@code pool}, e.g. a {@code SlabwiseAllocator}
+     * @param pool          the pool to observe; held weakly
+     * @param allocatorName the value of the {@code allocator} tag, to tell pools apart
+     * @param extraTags     further tags for every meter (keep them low-cardinality)
+     */
+    public static SlabwiseMetrics forAllocator(Object allocator, MemoryPool pool, String allocatorName,
+                                               Tag... extraTags) {
+        return new SlabwiseMetrics(pool, allocator, allocatorName, System::nanoTime, extraTags);
     }
 
     /** As the public constructor, with the clock that ages snapshots (nanoseconds, as {@link System#nanoTime()}). */
     SlabwiseMetrics(MemoryPool pool, String allocatorName, LongSupplier nanoClock, Tag... extraTags) {
+        this(pool, pool, allocatorName, nanoClock, extraTags);
+    }
+
+    /** As {@link #forAllocator}, with the clock that ages snapshots. */
+    SlabwiseMetrics(MemoryPool pool, Object allocator, String allocatorName, LongSupplier nanoClock, Tag... extraTags) {
         this.pool = new WeakReference<>(pool);
-        this.tags = Tags.of(SlabwiseMeters.TagKey.ALLOCATOR.key(), allocatorName).and(extraTags);
+        this.tags = Tags.of(SlabwiseMeters.TagKey.ALLOCATOR.key(), allocatorName,
+                        SlabwiseMeters.TagKey.ID.key(), String.valueOf(allocator.hashCode()),
+                        SlabwiseMeters.TagKey.ALLOCATOR_TYPE.key(), allocator.getClass().getSimpleName())
+                .and(extraTags);
         this.nanoClock = nanoClock;
+        this.hasCeiling = pool.maxMemory() != Long.MAX_VALUE;
+        this.quotaCategories = Set.copyOf(pool.config().quotas().keySet());
     }
 
     @Override
@@ -105,7 +164,7 @@ public final class SlabwiseMetrics implements MeterBinder {
             register(registry, SlabwiseMeters.MEMORY_RESIDENT, tags,
                     pool(s -> s.residentBytes().isPresent() ? s.residentBytes().getAsLong() : Double.NaN));
         }
-        if (p != null && p.maxMemory() != Long.MAX_VALUE) {
+        if (p != null && hasCeiling) {
             long max = p.maxMemory();
             register(registry, SlabwiseMeters.MEMORY_MAX, tags, pool(s -> max));
         }
@@ -115,6 +174,12 @@ public final class SlabwiseMetrics implements MeterBinder {
         register(registry, SlabwiseMeters.FRAGMENTATION_INTERNAL, tags, pool(PoolStats::internalFragmentation));
         register(registry, SlabwiseMeters.FRAGMENTATION_EXTERNAL, tags, pool(PoolStats::externalFragmentation));
         register(registry, SlabwiseMeters.OVERHEAD, tags, pool(PoolStats::overhead));
+        if (hasCeiling || !quotaCategories.isEmpty()) {
+            register(registry, SlabwiseMeters.LIMIT_WAITING, tags, m -> {
+                Snapshot s = m.current();
+                return s == null ? Double.NaN : s.limits().waitingAllocations();
+            });
+        }
 
         synchronized (bindLock) {
             registries.add(registry);
@@ -128,11 +193,11 @@ public final class SlabwiseMetrics implements MeterBinder {
     }
 
     /** The current snapshot, taken again when older than {@value #SNAPSHOT_MILLIS} ms; null once the pool is gone. */
-    PoolStats stats() {
+    private Snapshot current() {
         long now = nanoClock.getAsLong();
         Snapshot s = snapshot;
         if (s != null && now - s.takenAt() <= SNAPSHOT_NANOS) {
-            return s.stats();
+            return s;
         }
         MemoryPool p = pool.get();
         if (p == null) {
@@ -140,9 +205,18 @@ public final class SlabwiseMetrics implements MeterBinder {
             return null;
         }
         PoolStats stats = p.stats();
-        snapshot = new Snapshot(stats, now);
+        LimitStats limits = p.limitStats();
+        s = new Snapshot(stats, limits, now);
+        snapshot = s;
+        lastLimits = limits;
         bindNewCategories(stats);
-        return stats;
+        return s;
+    }
+
+    /** The limit counts of the current snapshot, or the last ones seen once the pool is gone; null if never seen. */
+    private LimitStats limits() {
+        Snapshot s = current();
+        return s != null ? s.limits() : lastLimits;
     }
 
     private void bindNewCategories(PoolStats stats) {
@@ -166,6 +240,36 @@ public final class SlabwiseMetrics implements MeterBinder {
         register(registry, SlabwiseMeters.CATEGORY_BUFFERS, categoryTags, category(category, CategoryStats::liveBuffers));
         register(registry, SlabwiseMeters.CATEGORY_ALLOCATIONS, categoryTags,
                 category(category, CategoryStats::allocations));
+        if (hasCeiling) {
+            registerLimit(registry, categoryTags, category, MemoryLimitException.Kind.CEILING);
+        }
+        if (quotaCategories.contains(category)) {
+            registerLimit(registry, categoryTags, category, MemoryLimitException.Kind.QUOTA);
+        }
+    }
+
+    /** The refusal counter and the wait timer of one category at one limit. */
+    private void registerLimit(MeterRegistry registry, Tags categoryTags, String category,
+                               MemoryLimitException.Kind kind) {
+        Tags limitTags = categoryTags.and(SlabwiseMeters.TagKey.KIND.key(), kind.name().toLowerCase(Locale.ROOT));
+        register(registry, SlabwiseMeters.LIMIT_REFUSALS, limitTags, m -> {
+            LimitStats l = m.limits();
+            return l == null ? 0 : l.refusals(category, kind);
+        });
+        SlabwiseMeters meter = SlabwiseMeters.LIMIT_WAIT;
+        ToLongFunction<SlabwiseMetrics> waits = m -> {
+            LimitStats l = m.limits();
+            return l == null ? 0 : l.waits(category, kind);
+        };
+        ToDoubleFunction<SlabwiseMetrics> waitNanos = m -> {
+            LimitStats l = m.limits();
+            return l == null ? 0 : l.waitNanos(category, kind);
+        };
+        // holds this binder weakly, like the function counters: the gauges keep it alive
+        FunctionTimer.builder(meter.meterName(), this, waits, waitNanos, TimeUnit.NANOSECONDS)
+                .description(meter.description())
+                .tags(limitTags)
+                .register(registry);
     }
 
     /** Registers {@code meter} as its declared type, reading {@code value} from this binder. */
@@ -187,7 +291,7 @@ public final class SlabwiseMetrics implements MeterBinder {
                         .tags(meterTags)
                         .register(registry);
                 break;
-            default:
+            default: // timers have two functions: registerLimit
                 throw new AssertionError(meter.type());
         }
     }
@@ -195,16 +299,16 @@ public final class SlabwiseMetrics implements MeterBinder {
     /** A pool-wide figure of the current snapshot; NaN once the pool is gone. */
     private static ToDoubleFunction<SlabwiseMetrics> pool(ToDoubleFunction<PoolStats> figure) {
         return m -> {
-            PoolStats s = m.stats();
-            return s == null ? Double.NaN : figure.applyAsDouble(s);
+            Snapshot s = m.current();
+            return s == null ? Double.NaN : figure.applyAsDouble(s.stats());
         };
     }
 
     /** A figure of one category in the current snapshot; NaN once the pool is gone. */
     private static ToDoubleFunction<SlabwiseMetrics> category(String name, ToDoubleFunction<CategoryStats> figure) {
         return m -> {
-            PoolStats s = m.stats();
-            CategoryStats c = s == null ? null : s.category(name);
+            Snapshot s = m.current();
+            CategoryStats c = s == null ? null : s.stats().category(name);
             return c == null ? Double.NaN : figure.applyAsDouble(c);
         };
     }

@@ -5,12 +5,16 @@
  * (name under {@code slabwise.}, type, base unit, description, tag keys);
  * {@link io.slabwise.metrics.SlabwiseMetrics} is the {@code MeterBinder} that
  * registers them for one {@link io.slabwise.MemoryPool}, tagged with a name
- * the application chooses.
+ * the application chooses and with the {@code id} and {@code allocator.type}
+ * tags of Micrometer's own {@code NettyAllocatorMetrics}, so that both sets of
+ * series join ({@link io.slabwise.metrics.SlabwiseMetrics#forAllocator}).
  *
  * <p>Who holds what: a registry holds the binder strongly, the binder holds
  * the pool weakly, so binding never keeps a pool alive; a collected pool's
- * meters read NaN. Meters are read on the scraping thread; they share one
- * {@link io.slabwise.PoolStats} snapshot for a short time, so a scrape takes one
+ * gauges read NaN, its refusal and wait counts stay where they were. Meters
+ * are read on the scraping thread; they share one
+ * {@link io.slabwise.PoolStats} snapshot (with the pool's
+ * {@link io.slabwise.LimitStats}) for a short time, so a scrape takes one
  * snapshot rather than one per meter.
  *
  * <p>Micrometer is an optional dependency of {@code slabwise-core}: add

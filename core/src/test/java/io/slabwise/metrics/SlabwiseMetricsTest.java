@@ -1,22 +1,29 @@
 package io.slabwise.metrics;
 
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.slabwise.Allocation;
+import io.slabwise.Category;
+import io.slabwise.LimitPolicy;
+import io.slabwise.MemoryLimitException;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -24,13 +31,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The Micrometer binder: every declared meter as declared, values that follow
  * the pool, categories created after binding, one snapshot per scrape, and the
- * weak hold on the pool. The snapshot clock is faked, so no test sleeps.
+ * weak hold on the pool, the limit meters, and the tags that join Micrometer's
+ * Netty series. The snapshot clock is faked, so no test sleeps.
  */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class SlabwiseMetricsTest {
 
     /** Longer than a snapshot lives: the next read takes a new one. */
@@ -42,9 +52,15 @@ class SlabwiseMetricsTest {
         return new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).maxMemory(64L << 20).build());
     }
 
+    /** A pool with a ceiling of two chunks and a quota of 256 KiB on {@code limited}, where nothing waits. */
+    private static MemoryPool limitedPool() {
+        return new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).maxCachedSize(0).maxMemory(2L << 20)
+                .quota("limited", 256 << 10).limitPolicy(LimitPolicy.RETURN_NULL).build());
+    }
+
     @Test
     void everyDeclaredMeterIsRegisteredAsDeclared() {
-        MemoryPool pool = newPool();
+        MemoryPool pool = limitedPool();
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         new SlabwiseMetrics(pool, "test", clock::get).bindTo(registry);
         boolean resident = pool.stats().residentBytes().isPresent();
@@ -62,16 +78,25 @@ class SlabwiseMetricsTest {
             for (Meter m : registered) {
                 Meter.Id id = m.getId();
                 assertEquals(meter.description(), id.getDescription(), name);
-                assertEquals(meter.baseUnit(), id.getBaseUnit(), name);
+                assertEquals(meter.type() == SlabwiseMeters.Type.FUNCTION_TIMER ? "seconds" : meter.baseUnit(),
+                        id.getBaseUnit(), name + ": a timer takes the registry's base time unit");
                 assertEquals(tagKeys(meter), keysOf(id.getTags()), name);
                 assertEquals("test", id.getTag("allocator"), name);
-                if (meter.type() == SlabwiseMeters.Type.GAUGE) {
-                    assertInstanceOf(Gauge.class, m, name);
-                } else {
-                    assertInstanceOf(FunctionCounter.class, m, name);
+                assertEquals(String.valueOf(pool.hashCode()), id.getTag("id"), name);
+                assertEquals("MemoryPool", id.getTag("allocator.type"), name);
+                switch (meter.type()) {
+                    case GAUGE -> assertInstanceOf(Gauge.class, m, name);
+                    case FUNCTION_COUNTER -> assertInstanceOf(FunctionCounter.class, m, name);
+                    case FUNCTION_TIMER -> assertInstanceOf(FunctionTimer.class, m, name);
+                    default -> throw new AssertionError(meter.type());
                 }
             }
         }
+        assertEquals(List.of("network/ceiling", "limited/ceiling", "limited/quota").stream().sorted().toList(),
+                registry.find("slabwise.limit.refusals").meters().stream()
+                        .map(m -> m.getId().getTag("category") + "/" + m.getId().getTag("kind")).sorted().toList(),
+                "a ceiling series per category, a quota series per category with a quota");
+        assertEquals(3, registry.find("slabwise.limit.wait").meters().size());
         assertEquals(List.of("idle", "used"), registry.find("slabwise.chunks").meters().stream()
                 .map(m -> m.getId().getTag("state")).sorted().toList());
         for (Meter m : registry.getMeters()) {
@@ -102,9 +127,9 @@ class SlabwiseMetricsTest {
         assertEquals(64L << 20, gauge(registry, "slabwise.memory.max", null));
         assertEquals(stats.chunks() - stats.idleChunks(), gauge(registry, "slabwise.chunks", "state", "used"));
         assertEquals(stats.idleChunks(), gauge(registry, "slabwise.chunks", "state", "idle"));
-        assertEquals(stats.internalFragmentation(), gauge(registry, "slabwise.fragmentation.internal", null), 1e-12);
-        assertEquals(stats.externalFragmentation(), gauge(registry, "slabwise.fragmentation.external", null), 1e-12);
-        assertEquals(stats.overhead(), gauge(registry, "slabwise.overhead", null), 1e-12);
+        assertEquals(stats.internalFragmentation(), gauge(registry, "slabwise.fragmentation.internal.ratio", null), 1e-12);
+        assertEquals(stats.externalFragmentation(), gauge(registry, "slabwise.fragmentation.external.ratio", null), 1e-12);
+        assertEquals(stats.overhead(), gauge(registry, "slabwise.overhead.ratio", null), 1e-12);
         for (String category : List.of("network", "log_cache")) {
             assertEquals(stats.category(category).requested(), gauge(registry, "slabwise.category.requested", category));
             assertEquals(stats.category(category).reserved(), gauge(registry, "slabwise.category.reserved", category));
@@ -126,6 +151,123 @@ class SlabwiseMetricsTest {
         assertEquals(0, gauge(registry, "slabwise.memory.requested", null));
         assertEquals(0, gauge(registry, "slabwise.category.buffers", "log_cache"));
         assertEquals(2, allocations.count(), "counters are monotonic");
+        assertTrue(Double.isNaN(gauge(registry, "slabwise.overhead.ratio", null)),
+                "no overhead while nothing is requested: there is no ratio");
+    }
+
+    @Test
+    void refusalsAndWaitsAreCountedPerCategoryAndLimit() {
+        MemoryPool pool = limitedPool();
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new SlabwiseMetrics(pool, "test", clock::get).bindTo(registry);
+        Category limited = pool.category("limited");
+        Allocation held = new Allocation();
+        pool.allocate(limited, 200 << 10, held);
+        assertFalse(pool.allocate(limited, 100 << 10, new Allocation()));
+        assertFalse(pool.allocate(limited, 100 << 10, new Allocation()));
+        Allocation whole = new Allocation();
+        pool.allocate(1 << 20, whole); // the second chunk: at the ceiling
+        assertFalse(pool.allocate(1 << 20, new Allocation()));
+        clock.addAndGet(NEXT_SCRAPE);
+
+        assertEquals(2, refusals(registry, "limited", "quota"));
+        assertEquals(0, refusals(registry, "limited", "ceiling"));
+        assertEquals(1, refusals(registry, "network", "ceiling"));
+        assertEquals(0, gauge(registry, "slabwise.limit.waiting", null));
+        FunctionTimer wait = registry.find("slabwise.limit.wait").tag("category", "limited").tag("kind", "quota")
+                .functionTimer();
+        assertNotNull(wait);
+        assertEquals(0, wait.count());
+
+        MemoryPool waiting = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).maxCachedSize(0)
+                .maxMemory(Long.MAX_VALUE) // no ceiling, whatever the chunk source's default
+                .quota("limited", 256 << 10).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofMillis(20)).build());
+        SimpleMeterRegistry second = new SimpleMeterRegistry();
+        new SlabwiseMetrics(waiting, "waiting", clock::get).bindTo(second);
+        Allocation quotaHeld = new Allocation();
+        waiting.allocate(waiting.category("limited"), 200 << 10, quotaHeld);
+        assertThrows(MemoryLimitException.class,
+                () -> waiting.allocate(waiting.category("limited"), 100 << 10, new Allocation()));
+        clock.addAndGet(NEXT_SCRAPE);
+        FunctionTimer timedOut = second.find("slabwise.limit.wait").tag("category", "limited").tag("kind", "quota")
+                .functionTimer();
+        assertNotNull(timedOut);
+        assertEquals(1, timedOut.count());
+        assertEquals(waiting.limitStats().waitNanos("limited", MemoryLimitException.Kind.QUOTA),
+                timedOut.totalTime(TimeUnit.NANOSECONDS), 0.0);
+        assertTrue(timedOut.totalTime(TimeUnit.MILLISECONDS) >= 10, "about the 20 ms timeout");
+        assertEquals(1, refusals(second, "limited", "quota"), "a wait that timed out is also a refusal");
+        assertNull(second.find("slabwise.limit.refusals").tag("kind", "ceiling").functionCounter(),
+                "no ceiling series for a pool without one");
+        pool.free(held);
+        pool.free(whole);
+        waiting.free(quotaHeld);
+    }
+
+    @Test
+    void forAllocatorTagsAsMicrometersNettyBinderDoes() {
+        MemoryPool pool = newPool();
+        Object allocator = new Object() { // stands for a Netty allocator built on the pool
+            @Override
+            public int hashCode() {
+                return 42;
+            }
+
+            @Override
+            public boolean equals(Object o) {
+                return o == this;
+            }
+        };
+        class ServerAllocator {
+        }
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        SlabwiseMetrics.forAllocator(new ServerAllocator(), pool, "server").bindTo(registry);
+        Meter.Id committed = registry.find("slabwise.memory.committed").gauge().getId();
+        assertEquals("ServerAllocator", committed.getTag("allocator.type"));
+        assertEquals("server", committed.getTag("allocator"));
+
+        SimpleMeterRegistry other = new SimpleMeterRegistry();
+        SlabwiseMetrics.forAllocator(allocator, pool, "server", Tag.of("zone", "a")).bindTo(other);
+        for (Meter m : other.getMeters()) {
+            assertEquals("42", m.getId().getTag("id"), "the allocator's hashCode, as NettyAllocatorMetrics uses");
+            assertEquals("a", m.getId().getTag("zone"));
+        }
+        assertFalse(other.getMeters().isEmpty());
+    }
+
+    @Test
+    void limitCountsStayOnceThePoolIsGone() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        refuseOnceAndDrop(registry);
+        FunctionCounter refusals = registry.find("slabwise.limit.refusals").tag("category", "limited")
+                .tag("kind", "quota").functionCounter();
+        assertNotNull(refusals);
+        Gauge committed = registry.find("slabwise.memory.committed").gauge();
+        boolean collected = false;
+        for (int i = 0; i < 50 && !collected; i++) {
+            System.gc();
+            clock.addAndGet(NEXT_SCRAPE);
+            collected = Double.isNaN(committed.value());
+        }
+        assertTrue(collected, "the pool was collected");
+        assertEquals(1, refusals.count(), "a count never goes back");
+    }
+
+    private void refuseOnceAndDrop(SimpleMeterRegistry registry) {
+        MemoryPool pool = limitedPool();
+        new SlabwiseMetrics(pool, "gone", clock::get).bindTo(registry);
+        pool.allocate(pool.category("limited"), 200 << 10, new Allocation());
+        assertFalse(pool.allocate(pool.category("limited"), 100 << 10, new Allocation()));
+        clock.addAndGet(NEXT_SCRAPE);
+        assertEquals(1, refusals(registry, "limited", "quota"));
+    }
+
+    private static double refusals(SimpleMeterRegistry registry, String category, String kind) {
+        FunctionCounter counter = registry.find("slabwise.limit.refusals").tag("category", category).tag("kind", kind)
+                .functionCounter();
+        assertNotNull(counter, category + "/" + kind);
+        return counter.count();
     }
 
     @Test

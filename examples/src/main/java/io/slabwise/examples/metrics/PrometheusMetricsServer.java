@@ -84,7 +84,7 @@ public final class PrometheusMetricsServer implements AutoCloseable {
         // one created later gets its meters when a scrape first sees it, and shows fully from the next scrape.
         ByteBufAllocator payloads = allocator.forCategory(PAYLOAD_CATEGORY);
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-        new SlabwiseMetrics(allocator.pool(), "http").bindTo(registry);
+        SlabwiseMetrics.forAllocator(allocator, allocator.pool(), "http").bindTo(registry); // joins NettyAllocatorMetrics by id
         new NettyAllocatorMetrics(allocator).bindTo(registry);
         EventLoopGroup group = new NioEventLoopGroup(2);
         try {
