@@ -13,6 +13,7 @@ import java.nio.ByteBuffer;
  * <pre>
  *   chunk memory  [ ....... | offset .. offset+requested .. offset+reserved | ....... ]
  *                            ^ address()
+ *                            [ buffer(): requested bytes ]
  * </pre>
  */
 public final class Allocation {
@@ -47,16 +48,30 @@ public final class Allocation {
     }
 
     /**
-     * The direct buffer of the whole chunk (or huge region) that holds this
-     * allocation; its bytes {@code [offset(), offset() + reservedBytes())}
-     * belong to this allocation. Never change the returned buffer's position or
-     * limit: take a {@code duplicate()} or {@code slice(int, int)}.
+     * A new direct buffer over this allocation's memory alone: position 0,
+     * capacity and limit {@link #requestedBytes()}. It must not be used after
+     * the allocation is freed.
+     *
+     * @throws IllegalStateException when the holder describes no live memory
      */
-    public ByteBuffer memory() {
+    public ByteBuffer buffer() {
+        if (chunk == null) {
+            throw new IllegalStateException("the allocation holds no live memory");
+        }
+        return chunk.region.buffer().slice(offset, requested);
+    }
+
+    /**
+     * The direct buffer of the whole chunk (or huge region) that holds this
+     * allocation; only {@code [offset, offset + reserved)} belongs to it. For
+     * the engine, its tests and the Netty adapter (through
+     * {@code io.slabwise.internal.EngineAccess}); never change its position or limit.
+     */
+    ByteBuffer chunkMemory() {
         return chunk.region.buffer();
     }
 
-    /** The offset of the first byte inside {@link #memory()}. */
+    /** Where this allocation starts inside its chunk's region: {@link #address()} minus the region's address. */
     public int offset() {
         return offset;
     }

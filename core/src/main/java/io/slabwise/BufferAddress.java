@@ -10,12 +10,14 @@ import java.nio.ByteBuffer;
 /**
  * Reads the native address of a direct {@link ByteBuffer}.
  *
- * <p>This is the Java 17 version: the address is the private field
- * {@code Buffer.address}, read through {@code sun.misc.Unsafe} looked up
- * reflectively (so the code compiles without proprietary-API warnings). The
- * multi-release jar carries a Java 22 version that asks the Foreign Function
- * and Memory API instead, so that on JDK 24 and later no deprecated
- * {@code Unsafe} method is called and the JVM prints no warning.
+ * <p>This is the Java 17 version. Where the running JVM has the Foreign
+ * Function and Memory API (Java 22 and later, when this jar was built without
+ * the Java 22 classes), it asks that API, looked up reflectively; otherwise
+ * it reads the private field {@code Buffer.address} through
+ * {@code sun.misc.Unsafe}, also looked up reflectively (so the code compiles
+ * without proprietary-API warnings). Either way no deprecated {@code Unsafe}
+ * method is called on JDK 24 and later, where the JVM would warn about it.
+ * The multi-release jar carries a Java 22 version that calls the API directly.
  */
 final class BufferAddress {
 
@@ -25,6 +27,27 @@ final class BufferAddress {
     }
 
     private static MethodHandle lookUp() {
+        MethodHandle segments = lookUpSegmentAddress();
+        return segments != null ? segments : lookUpUnsafeAddress();
+    }
+
+    /** {@code MemorySegment.ofBuffer(buffer).address()} (the buffer's position is 0), or null before Java 22. */
+    private static MethodHandle lookUpSegmentAddress() {
+        if (Runtime.version().feature() < 22) {
+            return null;
+        }
+        try {
+            Class<?> segment = Class.forName("java.lang.foreign.MemorySegment");
+            MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+            MethodHandle ofBuffer = lookup.findStatic(segment, "ofBuffer", MethodType.methodType(segment, Buffer.class));
+            MethodHandle address = lookup.findVirtual(segment, "address", MethodType.methodType(long.class));
+            return MethodHandles.filterReturnValue(ofBuffer, address).asType(MethodType.methodType(long.class, ByteBuffer.class));
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static MethodHandle lookUpUnsafeAddress() {
         try {
             Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
             Field theUnsafe = unsafeClass.getDeclaredField("theUnsafe");
@@ -44,7 +67,7 @@ final class BufferAddress {
     }
 
     /**
-     * The native address of {@code buffer}'s first byte.
+     * The native address of {@code buffer}'s first byte; its position must be 0.
      *
      * @throws IllegalStateException when the address cannot be read on this JVM
      */

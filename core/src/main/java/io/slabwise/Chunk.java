@@ -1,6 +1,5 @@
 package io.slabwise;
 
-import java.nio.ByteBuffer;
 
 /**
  * A fixed-size block of native memory cut into pages, handed out as runs of

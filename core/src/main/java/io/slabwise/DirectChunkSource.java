@@ -38,37 +38,12 @@ final class DirectChunkSource implements ChunkSource {
     }
 
     private DirectChunkSource() {
-        warnIfGlibcMayKeepFreedChunks();
+        MallocWarning.warnOnce();
     }
 
-    /**
-     * Direct buffers come from {@code malloc}. With glibc, once a freed chunk
-     * has raised malloc's dynamic mmap threshold past the chunk size, later
-     * chunks come from malloc's arenas, and freeing them may leave their pages
-     * resident. Setting {@code MALLOC_MMAP_THRESHOLD_} (e.g. 131072) in the
-     * environment pins the threshold so every chunk is mapped and unmapped on
-     * its own. Warns once when the process runs on glibc without it.
-     */
-    private static void warnIfGlibcMayKeepFreedChunks() {
-        boolean linux = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux");
-        if (!linux || System.getenv("MALLOC_MMAP_THRESHOLD_") != null || Boolean.getBoolean("slabwise.noGlibcWarning")) {
-            return;
-        }
-        boolean glibc = java.nio.file.Files.exists(java.nio.file.Path.of("/proc/self/maps")) && mapsMention("libc.so.6");
-        if (glibc) {
-            System.getLogger("io.slabwise").log(System.Logger.Level.WARNING,
-                    "Slabwise chunks come from malloc and this process runs on glibc without MALLOC_MMAP_THRESHOLD_:"
-                            + " chunks given back to the OS may stay resident. Set MALLOC_MMAP_THRESHOLD_=131072 in the"
-                            + " environment (or -Dslabwise.noGlibcWarning=true to silence this warning).");
-        }
-    }
-
-    private static boolean mapsMention(String library) {
-        try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/self/maps"))) {
-            return lines.anyMatch(line -> line.endsWith(library));
-        } catch (java.io.IOException | RuntimeException e) {
-            return false;
-        }
+    /** Whether regions count against the JVM's {@code -XX:MaxDirectMemorySize}: they do, as direct buffers. */
+    static boolean countedByJvmLimit() {
+        return true;
     }
 
     @Override

@@ -16,6 +16,8 @@ public final class NativeRegion {
     private final ByteBuffer buffer;
     private final long address;
     private final int size;
+    /** What the built-in chunk sources keep to free the region; null for others. */
+    private final Object sourceState;
 
     /**
      * Describes a region.
@@ -25,6 +27,11 @@ public final class NativeRegion {
      * @param size    the region's size in bytes
      */
     public NativeRegion(ByteBuffer buffer, long address, int size) {
+        this(buffer, address, size, null);
+    }
+
+    /** A region with what its built-in chunk source needs to free it. */
+    NativeRegion(ByteBuffer buffer, long address, int size, Object sourceState) {
         this.buffer = Objects.requireNonNull(buffer, "buffer");
         if (!buffer.isDirect() || buffer.capacity() != size) {
             throw new IllegalArgumentException("the buffer must be direct and exactly " + size + " bytes");
@@ -34,6 +41,12 @@ public final class NativeRegion {
         }
         this.address = address;
         this.size = size;
+        this.sourceState = sourceState;
+    }
+
+    /** What the chunk source that made this region keeps to free it. */
+    Object sourceState() {
+        return sourceState;
     }
 
     /** The direct buffer spanning the region; callers must not change its position or limit. */

@@ -60,7 +60,7 @@ public final class PoolConfig {
     private final Ticker ticker;
     private final Scheduler scheduler;
 
-    private PoolConfig(Builder b, long maxMemory) {
+    private PoolConfig(Settings<?> b, long maxMemory) {
         this.maxMemory = maxMemory;
         this.limitPolicy = b.limitPolicy;
         this.waitTimeout = b.waitTimeout;
@@ -205,7 +205,36 @@ public final class PoolConfig {
     }
 
     /** Builds a {@link PoolConfig}; each setter validates its argument. */
-    public static final class Builder {
+    public static final class Builder extends Settings<Builder> {
+
+        private Builder() {
+        }
+
+        @Override
+        protected Builder self() {
+            return this;
+        }
+
+        /**
+         * Validates the settings together (those read from system properties
+         * too) and builds the configuration.
+         *
+         * @throws IllegalArgumentException naming the first setting that is out of range
+         */
+        public PoolConfig build() {
+            return buildConfig();
+        }
+    }
+
+    /**
+     * The settings of a pool, shared by {@link Builder} and by the builders of
+     * allocators that wrap a pool (such as the Netty adapter's), so each
+     * setting is written, documented and validated once. Every setting starts
+     * from its system property when set.
+     *
+     * @param <B> the concrete builder, returned by every setter
+     */
+    public abstract static class Settings<B extends Settings<B>> {
 
         private static final long UNSET = Long.MIN_VALUE;
 
@@ -231,120 +260,125 @@ public final class PoolConfig {
         private Ticker ticker = Ticker.system();
         private Scheduler scheduler = Scheduler.shared();
 
-        private Builder() {
+        /** For the concrete builders. */
+        protected Settings() {
         }
 
+        /** This builder, as its own type. */
+        protected abstract B self();
+
         /** The chunk size: a power of two from 64 KiB to 256 MiB. */
-        public Builder chunkSize(int bytes) {
+        public B chunkSize(int bytes) {
             if (bytes < MIN_CHUNK_SIZE || bytes > MAX_CHUNK_SIZE || Integer.bitCount(bytes) != 1) {
                 throw new IllegalArgumentException("chunkSize must be a power of two from " + MIN_CHUNK_SIZE
                         + " to " + MAX_CHUNK_SIZE + ": " + bytes);
             }
             this.chunkSize = bytes;
-            return this;
+            return self();
         }
 
         /** The number of arenas, at least 1. */
-        public Builder arenas(int count) {
+        public B arenas(int count) {
             if (count < 1 || count > 1024) {
                 throw new IllegalArgumentException("arenas must be from 1 to 1024: " + count);
             }
             this.arenas = count;
-            return this;
+            return self();
         }
 
         /** The largest request a thread cache keeps; 0 turns thread caches off. */
-        public Builder maxCachedSize(int bytes) {
+        public B maxCachedSize(int bytes) {
             this.maxCachedSize = requireNonNegative("maxCachedSize", bytes);
-            return this;
+            return self();
         }
 
         /** How many bytes a thread cache keeps at most for one size class. */
-        public Builder maxCachedBytesPerClass(int bytes) {
+        public B maxCachedBytesPerClass(int bytes) {
             this.maxCachedBytesPerClass = requireNonNegative("maxCachedBytesPerClass", bytes);
-            return this;
+            return self();
         }
 
         /** How many entries a thread cache keeps at most for one size class. */
-        public Builder maxCachedEntriesPerClass(int entries) {
+        public B maxCachedEntriesPerClass(int entries) {
             this.maxCachedEntriesPerClass = requireNonNegative("maxCachedEntriesPerClass", entries);
-            return this;
+            return self();
         }
 
         /** How many idle chunks each arena keeps for reuse. */
-        public Builder maxIdleChunksPerArena(int chunks) {
+        public B maxIdleChunksPerArena(int chunks) {
             this.maxIdleChunksPerArena = requireNonNegative("maxIdleChunksPerArena", chunks);
-            return this;
+            return self();
         }
 
         /** How many free blocks each block pool keeps for reuse. */
-        public Builder maxIdleBlocks(int blocks) {
+        public B maxIdleBlocks(int blocks) {
             this.maxIdleBlocks = requireNonNegative("maxIdleBlocks", blocks);
-            return this;
+            return self();
         }
 
         /** The capacity of each arena's queue of frees from other threads (at least 2). */
-        public Builder remoteFreeQueueCapacity(int entries) {
+        public B remoteFreeQueueCapacity(int entries) {
             if (entries < 2) {
                 throw new IllegalArgumentException("remoteFreeQueueCapacity must be at least 2: " + entries);
             }
             this.remoteFreeQueueCapacity = entries;
-            return this;
+            return self();
         }
 
         /** The time source of idle-memory decay (default {@link Ticker#system()}); tests advance one by hand. */
-        public Builder ticker(Ticker ticker) {
+        public B ticker(Ticker ticker) {
             this.ticker = Objects.requireNonNull(ticker, "ticker");
-            return this;
+            return self();
         }
 
         /**
          * Where the periodic decay runs (default {@link Scheduler#shared()}, one
          * daemon thread for the JVM); tests run it by hand.
          */
-        public Builder scheduler(Scheduler scheduler) {
+        public B scheduler(Scheduler scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
-            return this;
+            return self();
         }
 
         /** Where native memory comes from. */
-        public Builder chunkSource(ChunkSource source) {
+        public B chunkSource(ChunkSource source) {
             this.chunkSource = Objects.requireNonNull(source, "chunkSource");
-            return this;
+            return self();
         }
 
         /**
          * The ceiling on committed bytes (chunks, huge regions, idle and cached
          * memory); at least one chunk, {@link Long#MAX_VALUE} for none.
          *
-         * <p>When it is not set, a pool whose chunks are direct buffers has no
-         * ceiling of its own (the JVM's {@code -XX:MaxDirectMemorySize} bounds
-         * them); a pool whose chunks are mapped ({@link ChunkSource#preferred()}
-         * on Java 22+), which that JVM limit does not see, takes the JVM's
-         * maximum direct memory as its ceiling, so the bound an operator set
-         * still holds.
+         * <p>When it is not set, a pool whose chunks are direct buffers (the
+         * built-in source on Java 17) has no ceiling of its own: the JVM's
+         * {@code -XX:MaxDirectMemorySize} bounds them. The built-in sources of
+         * Java 22 and later (mapped chunks, and FFM-allocated memory where
+         * mapping is off), which that JVM limit does not see, take the JVM's
+         * maximum direct memory as their ceiling, so the bound an operator set
+         * still holds. A custom {@link ChunkSource} has no default ceiling.
          */
-        public Builder maxMemory(long bytes) {
+        public B maxMemory(long bytes) {
             if (bytes <= 0) {
                 throw new IllegalArgumentException("maxMemory must be positive: " + bytes);
             }
             this.maxMemory = bytes;
-            return this;
+            return self();
         }
 
         /** The pool's policy at the ceiling or a quota (default {@link LimitPolicy#FAIL}). */
-        public Builder limitPolicy(LimitPolicy policy) {
+        public B limitPolicy(LimitPolicy policy) {
             this.limitPolicy = Objects.requireNonNull(policy, "policy");
-            return this;
+            return self();
         }
 
         /** How long a {@link LimitPolicy#WAIT} allocation waits at most (default 5 s). */
-        public Builder waitTimeout(Duration timeout) {
+        public B waitTimeout(Duration timeout) {
             if (timeout.isNegative()) {
                 throw new IllegalArgumentException("waitTimeout must not be negative: " + timeout);
             }
             this.waitTimeout = timeout;
-            return this;
+            return self();
         }
 
         /**
@@ -353,35 +387,35 @@ public final class PoolConfig {
          * changed later with {@link MemoryPool#setQuota}; use
          * {@link Long#MAX_VALUE} to track a category without limiting it yet.
          */
-        public Builder quota(String category, long bytes) {
+        public B quota(String category, long bytes) {
             Category.checkName(category);
             if (bytes < 0) {
                 throw new IllegalArgumentException("quota of '" + category + "' must not be negative: " + bytes);
             }
             quotas.put(category, bytes);
-            return this;
+            return self();
         }
 
         /** A policy for one category, overriding the pool's. */
-        public Builder categoryPolicy(String category, LimitPolicy policy) {
+        public B categoryPolicy(String category, LimitPolicy policy) {
             Category.checkName(category);
             categoryPolicies.put(category, Objects.requireNonNull(policy, "policy"));
-            return this;
+            return self();
         }
 
         /** How long a chunk stays idle before it goes back to the chunk source (default 10 s). */
-        public Builder idleChunkDecay(Duration decay) {
+        public B idleChunkDecay(Duration decay) {
             if (decay.isNegative()) {
                 throw new IllegalArgumentException("idleChunkDecay must not be negative: " + decay);
             }
             this.idleChunkDecay = decay;
-            return this;
+            return self();
         }
 
         /** How many idle chunks the pool keeps past their decay, for reuse (default 0). */
-        public Builder minIdleChunks(int chunks) {
+        public B minIdleChunks(int chunks) {
             this.minIdleChunks = requireNonNegative("minIdleChunks", chunks);
-            return this;
+            return self();
         }
 
         /**
@@ -389,9 +423,9 @@ public final class PoolConfig {
          * {@link LimitPolicy#WAIT}; where it says no, the allocation fails at
          * once. The Netty adapter installs a check for event-loop threads.
          */
-        public Builder waitAllowed(BooleanSupplier check) {
+        public B waitAllowed(BooleanSupplier check) {
             this.waitAllowed = Objects.requireNonNull(check, "check");
-            return this;
+            return self();
         }
 
         /**
@@ -400,7 +434,7 @@ public final class PoolConfig {
          *
          * @throws IllegalArgumentException naming the first setting that is out of range
          */
-        public PoolConfig build() {
+        protected final PoolConfig buildConfig() {
             chunkSize(chunkSize);
             arenas(arenas);
             maxCachedSize(maxCachedSize);
@@ -413,7 +447,10 @@ public final class PoolConfig {
             minIdleChunks(minIdleChunks);
             long ceiling = maxMemory;
             if (ceiling == UNSET) {
-                ceiling = chunkSource == MappedChunkSource.create() ? JvmDirectMemory.max() : Long.MAX_VALUE;
+                // memory the JVM's direct-memory limit does not see gets that limit as its ceiling
+                boolean jvmCounts = chunkSource == DirectChunkSource.INSTANCE && DirectChunkSource.countedByJvmLimit();
+                boolean builtIn = chunkSource == DirectChunkSource.INSTANCE || chunkSource == MappedChunkSource.create();
+                ceiling = builtIn && !jvmCounts ? JvmDirectMemory.max() : Long.MAX_VALUE;
             } else {
                 maxMemory(ceiling);
             }

@@ -975,10 +975,10 @@ class BlockPoolTest {
                 long mark = stamp + i;
                 int n = p.requestedBytes();
                 if (n >= 16) {
-                    p.memory().putLong(p.offset(), mark);
-                    p.memory().putLong(p.offset() + n - 8, ~mark);
+                    p.chunkMemory().putLong(p.offset(), mark);
+                    p.chunkMemory().putLong(p.offset() + n - 8, ~mark);
                 } else {
-                    p.memory().put(p.offset(), (byte) mark);
+                    p.chunkMemory().put(p.offset(), (byte) mark);
                 }
             }
             return new Payload(parts, stamp);
@@ -990,10 +990,10 @@ class BlockPoolTest {
                 long mark = stamp + i;
                 int n = p.requestedBytes();
                 if (n >= 16) {
-                    assertEquals(mark, p.memory().getLong(p.offset()), "the first bytes are still this part's");
-                    assertEquals(~mark, p.memory().getLong(p.offset() + n - 8), "the last bytes too");
+                    assertEquals(mark, p.chunkMemory().getLong(p.offset()), "the first bytes are still this part's");
+                    assertEquals(~mark, p.chunkMemory().getLong(p.offset() + n - 8), "the last bytes too");
                 } else {
-                    assertEquals((byte) mark, p.memory().get(p.offset()));
+                    assertEquals((byte) mark, p.chunkMemory().get(p.offset()));
                 }
             }
             parts.forEach(pool::free);

@@ -17,7 +17,7 @@ final class Patterns {
 
     /** Fills {@code [offset, offset + requested)} of the allocation's memory with the pattern of {@code id}. */
     static void write(Allocation a, long id) {
-        ByteBuffer memory = a.memory();
+        ByteBuffer memory = a.chunkMemory();
         int base = a.offset();
         int n = a.requestedBytes();
         int i = 0;
@@ -31,7 +31,7 @@ final class Patterns {
 
     /** Fails, naming the first differing byte, unless the allocation still holds the pattern of {@code id}. */
     static void verify(Allocation a, long id) {
-        ByteBuffer memory = a.memory();
+        ByteBuffer memory = a.chunkMemory();
         int base = a.offset();
         int n = a.requestedBytes();
         int i = 0;

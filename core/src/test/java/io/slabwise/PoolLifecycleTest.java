@@ -88,7 +88,7 @@ class PoolLifecycleTest {
         pool.close();
         assertEquals(live.size(), pool.stats().liveAllocations(), "still counted after close");
         for (Allocation a : live) {
-            a.memory().put(a.offset(), (byte) 7); // still valid
+            a.chunkMemory().put(a.offset(), (byte) 7); // still valid
         }
         Allocation first = live.remove(0);
         pool.free(first); // on the allocating thread

@@ -455,7 +455,7 @@ class SequentialAllocatorTest {
         assertEquals(MAX_SLICE + 1 + CHUNK + 1, category.requested());
         assertEquals(large.reservedBytes() + hugeSize, category.reserved());
 
-        huge.memory().put(huge.offset() + CHUNK, (byte) 7); // the last byte is usable
+        huge.chunkMemory().put(huge.offset() + CHUNK, (byte) 7); // the last byte is usable
         pool.free(huge);
         PoolStats afterHuge = pool.stats();
         assertEquals(0, afterHuge.hugeAllocations());
@@ -700,15 +700,15 @@ class SequentialAllocatorTest {
         static Stamped write(Allocation a, long stamp) {
             int n = a.requestedBytes();
             if (n < 8) {
-                a.memory().put(a.offset(), (byte) stamp);
+                a.chunkMemory().put(a.offset(), (byte) stamp);
             } else {
-                a.memory().putLong(a.offset(), stamp);
+                a.chunkMemory().putLong(a.offset(), stamp);
             }
             if (n >= 16) {
-                a.memory().putLong(a.offset() + n - 8, ~stamp);
+                a.chunkMemory().putLong(a.offset() + n - 8, ~stamp);
             }
             if (n >= 24) {
-                a.memory().put(a.offset() + n / 2, (byte) (stamp ^ n));
+                a.chunkMemory().put(a.offset() + n / 2, (byte) (stamp ^ n));
             }
             return new Stamped(a, stamp);
         }
@@ -718,15 +718,15 @@ class SequentialAllocatorTest {
             Allocation a = allocation;
             int n = a.requestedBytes();
             if (n < 8) {
-                assertEquals((byte) stamp, a.memory().get(a.offset()), "the first byte is still this slice's");
+                assertEquals((byte) stamp, a.chunkMemory().get(a.offset()), "the first byte is still this slice's");
             } else {
-                assertEquals(stamp, a.memory().getLong(a.offset()), "the first bytes are still this slice's");
+                assertEquals(stamp, a.chunkMemory().getLong(a.offset()), "the first bytes are still this slice's");
             }
             if (n >= 16) {
-                assertEquals(~stamp, a.memory().getLong(a.offset() + n - 8), "the last bytes too");
+                assertEquals(~stamp, a.chunkMemory().getLong(a.offset() + n - 8), "the last bytes too");
             }
             if (n >= 24) {
-                assertEquals((byte) (stamp ^ n), a.memory().get(a.offset() + n / 2), "and a middle byte");
+                assertEquals((byte) (stamp ^ n), a.chunkMemory().get(a.offset() + n / 2), "and a middle byte");
             }
             pool.free(a);
         }

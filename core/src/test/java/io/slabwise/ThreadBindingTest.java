@@ -146,7 +146,7 @@ class ThreadBindingTest {
                     assertTrue(VirtualThreads.isVirtual(Thread.currentThread()));
                     Allocation a = new Allocation();
                     pool.allocate(size, a);
-                    a.memory().put(a.offset(), (byte) 1);
+                    a.chunkMemory().put(a.offset(), (byte) 1);
                     Allocation b = new Allocation();
                     pool.allocate(size, b);
                     pool.free(a);

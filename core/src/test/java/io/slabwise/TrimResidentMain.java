@@ -37,7 +37,7 @@ public final class TrimResidentMain {
                     Allocation a = new Allocation();
                     pool.allocate(size, a);
                     for (int p = 0; p < size; p += 4096) {
-                        a.memory().put(a.offset() + p, (byte) 1);
+                        a.chunkMemory().put(a.offset() + p, (byte) 1);
                     }
                     mine.add(a);
                     filled += size;

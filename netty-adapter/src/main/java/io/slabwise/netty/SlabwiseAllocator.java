@@ -8,7 +8,6 @@ import io.netty.buffer.ByteBufAllocatorMetricProvider;
 import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocator;
 import io.netty.buffer.UnpooledHeapByteBuf;
-import io.slabwise.ChunkSource;
 import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
@@ -70,7 +69,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
 
     private SlabwiseAllocator(Builder builder) {
         super(builder.preferDirect);
-        this.pool = new MemoryPool(builder.pool.build());
+        this.pool = new MemoryPool(builder.poolConfig());
         this.recycleBuffers = builder.recycleBuffers;
         this.nativeAccess = builder.nativeAccess;
         this.preferDirect = builder.preferDirect;
@@ -295,114 +294,31 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         }
     }
 
-    /** Builds a {@link SlabwiseAllocator}. */
-    public static final class Builder {
+    /**
+     * Builds a {@link SlabwiseAllocator}: every setting of the pool (see
+     * {@link PoolConfig.Settings}, each also a system property), and the
+     * Netty-specific ones below. Under {@link LimitPolicy#WAIT} an allocation
+     * never waits on a Netty event-loop thread: it fails at once there, since
+     * that thread may be the one that would free the memory.
+     */
+    public static final class Builder extends PoolConfig.Settings<Builder> {
 
-        private final PoolConfig.Builder pool = PoolConfig.builder();
         private boolean preferDirect = true;
         private boolean recycleBuffers = Boolean.getBoolean("slabwise.recycleBuffers");
         private boolean nativeAccess = SlabwiseDirectByteBuf.NATIVE_ACCESS;
 
         private Builder() {
-            pool.waitAllowed(() -> io.netty.util.internal.ThreadExecutorMap.currentExecutor() == null);
+            waitAllowed(() -> io.netty.util.internal.ThreadExecutorMap.currentExecutor() == null);
         }
 
-        /** The chunk size: a power of two from 64 KiB to 256 MiB (default 4 MiB). */
-        public Builder chunkSize(int bytes) {
-            pool.chunkSize(bytes);
+        @Override
+        protected Builder self() {
             return this;
         }
 
-        /** The number of arenas (default 2 x available processors). */
-        public Builder arenas(int count) {
-            pool.arenas(count);
-            return this;
-        }
-
-        /** The largest buffer size thread caches keep (default 64 KiB); 0 turns thread caches off. */
-        public Builder maxCachedSize(int bytes) {
-            pool.maxCachedSize(bytes);
-            return this;
-        }
-
-        /** How many bytes a thread cache keeps for one size class (default 1 MiB). */
-        public Builder maxCachedBytesPerClass(int bytes) {
-            pool.maxCachedBytesPerClass(bytes);
-            return this;
-        }
-
-        /** How many buffers a thread cache keeps for one size class (default 256). */
-        public Builder maxCachedEntriesPerClass(int entries) {
-            pool.maxCachedEntriesPerClass(entries);
-            return this;
-        }
-
-        /** How many idle chunks each arena keeps for reuse (default 1). */
-        public Builder maxIdleChunksPerArena(int chunks) {
-            pool.maxIdleChunksPerArena(chunks);
-            return this;
-        }
-
-        /** How many free blocks each block pool keeps for reuse (default 4); the rest go back to the OS at once. */
-        public Builder maxIdleBlocks(int blocks) {
-            pool.maxIdleBlocks(blocks);
-            return this;
-        }
-
-        /** Where native memory comes from (default: direct byte buffers). */
-        public Builder chunkSource(ChunkSource source) {
-            pool.chunkSource(source);
-            return this;
-        }
-
-        /**
-         * The ceiling on native memory: committed bytes (chunks, huge regions,
-         * idle and cached memory) never exceed it.
-         */
-        public Builder maxMemory(long bytes) {
-            pool.maxMemory(bytes);
-            return this;
-        }
-
-        /**
-         * What happens at the ceiling or a quota (default {@link LimitPolicy#FAIL}).
-         * {@link LimitPolicy#WAIT} never waits on a Netty event-loop thread: it
-         * fails at once there, since that thread may be the one that would free
-         * the memory.
-         */
-        public Builder limitPolicy(LimitPolicy policy) {
-            pool.limitPolicy(policy);
-            return this;
-        }
-
-        /** The longest wait under {@link LimitPolicy#WAIT} (default 5 s). */
-        public Builder waitTimeout(java.time.Duration timeout) {
-            pool.waitTimeout(timeout);
-            return this;
-        }
-
-        /** A quota on a category's reserved bytes; it can be changed later with {@link SlabwiseAllocator#setQuota}. */
-        public Builder quota(String category, long bytes) {
-            pool.quota(category, bytes);
-            return this;
-        }
-
-        /** A policy for one category, overriding {@link #limitPolicy}. */
-        public Builder categoryPolicy(String category, LimitPolicy policy) {
-            pool.categoryPolicy(category, policy);
-            return this;
-        }
-
-        /** How long a chunk stays idle before it goes back to the OS (default 10 s). */
-        public Builder idleChunkDecay(java.time.Duration decay) {
-            pool.idleChunkDecay(decay);
-            return this;
-        }
-
-        /** How many idle chunks are kept past their decay for reuse (default 0). */
-        public Builder minIdleChunks(int chunks) {
-            pool.minIdleChunks(chunks);
-            return this;
+        /** The pool's configuration, validated. */
+        PoolConfig poolConfig() {
+            return buildConfig();
         }
 
         /** Whether {@code buffer()} and {@code ioBuffer()} prefer direct buffers (default true). */

@@ -6,6 +6,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.Recycler;
 import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
+import io.slabwise.internal.EngineAccess;
 import io.slabwise.Allocator;
 import io.slabwise.MemoryPool;
 
@@ -170,7 +171,7 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     }
 
     private void attach(Allocation a) {
-        ByteBuffer chunkMemory = a.memory();
+        ByteBuffer chunkMemory = EngineAccess.chunkMemory(a);
         if (chunkMemory != memory) {
             memory = chunkMemory;
             tmpNioBuffer = null;
@@ -230,7 +231,7 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         }
         int keep = Math.min(length, newCapacity);
         if (keep > 0) {
-            moved.memory().put(moved.offset(), memory, offset, keep);
+            EngineAccess.chunkMemory(moved).put(moved.offset(), memory, offset, keep);
         }
         pool.free(allocation);
         allocation = moved;
