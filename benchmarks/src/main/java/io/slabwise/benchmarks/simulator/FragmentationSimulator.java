@@ -6,6 +6,7 @@ import io.netty.util.concurrent.FastThreadLocalThread;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -43,16 +44,26 @@ public final class FragmentationSimulator {
             "out", "sample-every", "ceiling-fraction", "quick", "help");
     private static final Set<String> FLAGS = Set.of("quick", "help");
     private static final int SAMPLES_PER_RUN = 1000;
+    /**
+     * The committed/requested each workload that has a target should stay at
+     * or under, at steady state with the default sizes (see docs/RESULTS.md);
+     * drawn as a dashed line on its chart. {@code phase} and {@code mix} have
+     * none of their own ({@code phase}: no worse than Netty's allocators).
+     */
+    private static final Map<String, Double> TARGETS = Map.of("fifo", 1.05, "lru", 1.04, "broker", 1.10);
 
     private final Settings settings;
     private final long sampleEvery;
     private final Path out;
+    /** The run's context for the charts: date, JDK, Netty, sizes. */
+    private final String context;
     private final List<String> table = new ArrayList<>();
 
-    private FragmentationSimulator(Settings settings, long sampleEvery, Path out) {
+    private FragmentationSimulator(Settings settings, long sampleEvery, Path out, String context) {
         this.settings = settings;
         this.sampleEvery = sampleEvery;
         this.out = out;
+        this.context = context;
     }
 
     /** Entry point; see the class comment and {@code benchmarks/SIMULATOR.md} for the options. */
@@ -83,11 +94,16 @@ public final class FragmentationSimulator {
         Settings settings = new Settings((long) (trafficGib * (1L << 30)), cacheMib << 20, seed);
         System.out.printf(Locale.ROOT, "traffic %.2f GiB per cache workload, caches bounded at %d MiB, seed %d%n",
                 trafficGib, cacheMib, seed);
-        System.out.printf(Locale.ROOT, "Java %s, Netty %s, -Xmx %d MiB, direct memory limit %d MiB, "
+        System.out.printf(Locale.ROOT, "Java %s, Netty %s%s, -Xmx %d MiB, direct memory limit %d MiB, "
                         + "MALLOC_MMAP_THRESHOLD_=%s%n%n", System.getProperty("java.version"), nettyVersion(),
-                Runtime.getRuntime().maxMemory() >> 20, maxDirectMemory() >> 20,
+                nettyBufferJar(), Runtime.getRuntime().maxMemory() >> 20, maxDirectMemory() >> 20,
                 System.getenv().getOrDefault("MALLOC_MMAP_THRESHOLD_", "(unset)"));
-        FragmentationSimulator simulator = new FragmentationSimulator(settings, sampleEvery, out);
+        String context = String.format(Locale.ROOT, "%s, JDK %s, Netty %s, cache %d MiB, traffic %s GiB, seed %d%s",
+                LocalDate.now(), System.getProperty("java.version"), nettyVersion(), cacheMib, trim(trafficGib), seed,
+                ceilingFraction > 0
+                        ? String.format(Locale.ROOT, ", ceiling %.0f%% of pooled's peak", ceilingFraction * 100)
+                        : "");
+        FragmentationSimulator simulator = new FragmentationSimulator(settings, sampleEvery, out, context);
         for (String workload : workloads) {
             simulator.compare(workload, allocators, ceilingFraction);
         }
@@ -114,7 +130,8 @@ public final class FragmentationSimulator {
             System.out.printf(Locale.ROOT, "  ceiling %d MiB (%.0f%% of pooled's peak %d MiB): peak committed %d MiB%n",
                     ceiling >> 20, ceilingFraction * 100, pooledPeak >> 20, capped.peakCommitted() >> 20);
         }
-        SvgChart.write(out.resolve(workload + ".svg"), workload, runs);
+        SvgChart.write(out.resolve(workload + ".svg"), workload, context, TARGETS.getOrDefault(workload, Double.NaN),
+                runs);
     }
 
     /** One (workload, allocator) run on a fresh allocator, on a {@code FastThreadLocalThread}. */
@@ -207,15 +224,25 @@ public final class FragmentationSimulator {
         }
     }
 
+    /** The version of the Netty buffers measured, e.g. {@code 4.1.140.Final}. */
     private static String nettyVersion() {
         Map<String, Version> versions = Version.identify();
         Version buffer = versions.get("netty-buffer");
         if (buffer == null) {
             buffer = versions.get("netty-common");
         }
-        String version = buffer == null ? "(unknown)" : buffer.artifactVersion();
+        return buffer == null ? "(unknown)" : buffer.artifactVersion();
+    }
+
+    /** Where Netty's buffer classes were loaded from, as {@code " (buffers from x.jar)"}, or nothing. */
+    private static String nettyBufferJar() {
         java.security.CodeSource from = io.netty.buffer.PooledByteBufAllocator.class.getProtectionDomain().getCodeSource();
-        return from == null ? version : version + " (buffers from " + Path.of(from.getLocation().getPath()).getFileName() + ")";
+        return from == null ? "" : " (buffers from " + Path.of(from.getLocation().getPath()).getFileName() + ")";
+    }
+
+    /** A number without trailing zeros: 64, 0.25. */
+    private static String trim(double value) {
+        return java.math.BigDecimal.valueOf(value).stripTrailingZeros().toPlainString();
     }
 
     private static long maxDirectMemory() {

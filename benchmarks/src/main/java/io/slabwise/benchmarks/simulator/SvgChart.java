@@ -13,17 +13,26 @@ import java.util.Locale;
  *
  * <pre>
  *  workload: committed / requested over operations
- *  2.0 |        /\___________   -- pooled    steady 1.32, final 1.30
- *  1.5 |   ____/               -- adaptive  ...
- *  1.0 +--/- - - - - - - - -   -- slabwise  ...
+ *  2026-11-24, JDK 17.0.15, Netty 4.1.140.Final, cache 256 MiB, traffic 64 GiB, seed 1   (the run's context)
+ *  2.0 |        /\___________      -- pooled    steady 1.32, final 1.30
+ *  1.5 |   ____/                   -- adaptive  ...
+ *      |.......................target 1.05     -- slabwise  ...
+ *  1.0 +--/- - - - - - - - - -     .. target (at most 1.05)
  *      0      10k     20k
  *        operations (allocations and releases)
  * </pre>
  *
- * The y axis starts at 1.0 (committed equal to requested, drawn dashed) or
- * lower if a sample is; its top leaves room above every run's steady and
- * final figures but clips the spikes of the first samples, when a chunk or two
- * is committed for a few requested bytes.
+ * <h2>The y axis</h2>
+ * It starts at 1.0 (committed equal to requested, drawn dashed) or lower if a
+ * sample is; its top leaves room above every run's steady and final figures
+ * and the workload's target, but clips the spikes of the first samples, when
+ * a chunk or two is committed for a few requested bytes. The tick step is one
+ * of {@link #STEPS}, chosen once, and the top is a whole number of steps.
+ * Ticks sit at whole multiples of the step, each worked out from its own index
+ * (never by adding the step up, which drifts), so every label names the value
+ * at its own height; 1.0 is labelled too when the step skips it (steps of 2
+ * and more). A label has as many decimals as the step needs (0.25 gives
+ * {@code 1.25}, never a rounded {@code 1.3}).
  */
 final class SvgChart {
 
@@ -32,9 +41,15 @@ final class SvgChart {
     private static final int HEIGHT = 460;
     private static final int LEFT = 70;
     private static final int RIGHT = 250;
-    private static final int TOP = 50;
+    private static final int TOP = 54;
     private static final int BOTTOM = 60;
     private static final double[] STEPS = {0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 20, 50};
+    /** Most tick intervals on the y axis. */
+    private static final int MAX_TICKS = 8;
+    /** Slack for comparing axis values that went through floating-point division. */
+    private static final double EPSILON = 1e-9;
+    /** Targets are given in hundredths (1.05, 1.10). */
+    private static final int TARGET_DECIMALS = 2;
 
     private final StringBuilder svg = new StringBuilder();
     private final int plotWidth = WIDTH - LEFT - RIGHT;
@@ -42,23 +57,38 @@ final class SvgChart {
     private double maxOps = 1;
     private double yMin = 1.0;
     private double yMax = 1.5;
+    private double yStep = 0.1;
     private boolean clipped;
 
     private SvgChart() {
     }
 
-    /** Writes the chart of the runs of one workload to {@code file}. */
-    static void write(Path file, String workload, List<Samples> runs) throws IOException {
-        SvgChart chart = new SvgChart();
-        chart.scale(runs);
-        chart.draw(workload, runs);
-        Files.writeString(file, chart.svg, StandardCharsets.UTF_8);
+    /**
+     * Writes the chart of the runs of one workload to {@code file}.
+     *
+     * @param workload the workload's name, for the title
+     * @param context  one line on the run: date, JDK, Netty, sizes (drawn under the title)
+     * @param target   the committed/requested the workload should stay at or under, drawn as a dashed
+     *                 line; {@link Double#NaN} when it has none
+     * @param runs     one run per allocator, drawn in this order
+     */
+    static void write(Path file, String workload, String context, double target, List<Samples> runs)
+            throws IOException {
+        Files.writeString(file, draw(workload, context, target, runs), StandardCharsets.UTF_8);
     }
 
-    private void scale(List<Samples> runs) {
+    /** The chart as SVG text. */
+    private static String draw(String workload, String context, double target, List<Samples> runs) {
+        SvgChart chart = new SvgChart();
+        chart.scale(runs, target);
+        chart.drawChart(workload, context, target, runs);
+        return chart.svg.toString();
+    }
+
+    private void scale(List<Samples> runs, double target) {
         double minRatio = 1.0;
         double maxRatio = 1.0;
-        double headline = 1.0;
+        double headline = Double.isNaN(target) ? 1.0 : target;
         for (Samples run : runs) {
             maxOps = Math.max(maxOps, run.lastOperation());
             for (Samples.Sample s : run.all()) {
@@ -71,9 +101,12 @@ final class SvgChart {
             headline = Math.max(headline, finite(run.finalOverhead()));
         }
         double top = Math.min(maxRatio, 1 + 1.5 * (headline - 1) + 0.2);
-        double step = step(top - Math.min(1.0, minRatio));
-        yMin = minRatio >= 1.0 ? 1.0 : Math.floor(minRatio / step) * step;
-        yMax = Math.max(yMin + step, Math.ceil(top / step) * step);
+        if (!Double.isNaN(target)) {
+            top = Math.max(top, target + 0.05); // the target line stays inside the plot, its label too
+        }
+        yStep = step(top - Math.min(1.0, minRatio));
+        yMin = minRatio >= 1.0 ? 1.0 : Math.floor(minRatio / yStep) * yStep;
+        yMax = Math.ceil(Math.max(top, yMin + yStep) / yStep - EPSILON) * yStep;
         clipped = maxRatio > yMax;
     }
 
@@ -92,13 +125,25 @@ final class SvgChart {
         return 10 * power;
     }
 
+    /** The smallest of {@link #STEPS} that spans {@code range} in at most {@link #MAX_TICKS} intervals. */
     private static double step(double range) {
         for (double step : STEPS) {
-            if (range / step <= 8) {
+            if (range / step <= MAX_TICKS + EPSILON) {
                 return step;
             }
         }
         return STEPS[STEPS.length - 1];
+    }
+
+    /** The decimals a label needs to show a multiple of {@code step} exactly, at least one. */
+    private static int decimals(double step) {
+        for (int d = 1; d < 4; d++) {
+            double scaled = step * Math.pow(10, d);
+            if (Math.abs(scaled - Math.rint(scaled)) < EPSILON * Math.max(1, scaled)) {
+                return d;
+            }
+        }
+        return 4;
     }
 
     private double x(double operations) {
@@ -110,26 +155,20 @@ final class SvgChart {
         return TOP + plotHeight - (clamped - yMin) / (yMax - yMin) * plotHeight;
     }
 
-    private void draw(String workload, List<Samples> runs) {
+    private void drawChart(String workload, String context, double target, List<Samples> runs) {
         append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
                 + "font-size=\"12\">%n", WIDTH, HEIGHT);
         append("<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>%n");
-        append("<text x=\"%d\" y=\"24\" font-size=\"15\">%s: committed / requested over operations</text>%n",
+        append("<text x=\"%d\" y=\"22\" font-size=\"15\">%s: committed / requested over operations</text>%n",
                 LEFT, escape(workload));
-        if (clipped) {
-            append("<text x=\"%d\" y=\"40\" fill=\"#666\">values above %.2f are drawn at the top edge</text>%n",
-                    LEFT, yMax);
-        }
-        double step = step(yMax - yMin);
-        for (double r = yMin; r <= yMax + step / 2; r += step) {
-            append("<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>%n",
-                    LEFT, y(r), LEFT + plotWidth, y(r));
-            append("<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n", LEFT - 6, y(r) + 4,
-                    String.format(Locale.ROOT, step < 0.1 ? "%.2f" : "%.1f", r));
-        }
-        if (yMin <= 1.0 && 1.0 <= yMax) {
-            append("<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"6 4\"/>%n",
-                    LEFT, y(1.0), LEFT + plotWidth, y(1.0));
+        append("<text x=\"%d\" y=\"40\" font-size=\"11\" fill=\"#444\">%s</text>%n", LEFT, escape(context));
+        drawYAxis();
+        if (!Double.isNaN(target) && target >= yMin && target <= yMax) {
+            append("<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"black\" stroke-width=\"1.2\" "
+                    + "stroke-dasharray=\"2 3\"/>%n", LEFT, y(target), LEFT + plotWidth, y(target));
+            append("<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\" "
+                    + "stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\">target %s</text>%n",
+                    LEFT + plotWidth - 4, y(target) - 4, label(target, TARGET_DECIMALS));
         }
         double opsStep = roundStep(maxOps / 5);
         for (double ops = 0; ops <= maxOps; ops += opsStep) {
@@ -145,7 +184,9 @@ final class SvgChart {
                 LEFT + plotWidth / 2, HEIGHT - 20);
         append("<text x=\"18\" y=\"%d\" transform=\"rotate(-90 18 %d)\" text-anchor=\"middle\">"
                 + "committed / requested</text>%n", TOP + plotHeight / 2, TOP + plotHeight / 2);
-        for (int r = 0; r < runs.size(); r++) {
+        int lx = LEFT + plotWidth + 20;
+        int ly = TOP + 10;
+        for (int r = 0; r < runs.size(); r++, ly += 36) {
             Samples run = runs.get(r);
             String colour = COLOURS[r % COLOURS.length];
             StringBuilder points = new StringBuilder();
@@ -156,15 +197,55 @@ final class SvgChart {
             }
             append("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"%s\"/>%n",
                     colour, points.toString().trim());
-            int ly = TOP + 10 + r * 36;
-            int lx = LEFT + plotWidth + 20;
             append("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>%n",
                     lx, ly - 4, lx + 25, ly - 4, colour);
             append("<text x=\"%d\" y=\"%d\">%s</text>%n", lx + 32, ly, escape(run.allocator()));
             append("<text x=\"%d\" y=\"%d\" fill=\"#444\">steady %.3f, final %.3f</text>%n", lx + 32, ly + 15,
                     run.steadyOverhead(), run.finalOverhead());
         }
+        if (!Double.isNaN(target)) {
+            append("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\" stroke-width=\"1.2\" "
+                    + "stroke-dasharray=\"2 3\"/>%n", lx, ly - 4, lx + 25, ly - 4);
+            append("<text x=\"%d\" y=\"%d\">target: at most %s</text>%n", lx + 32, ly, label(target, TARGET_DECIMALS));
+        }
+        if (clipped) {
+            int cy = TOP + plotHeight - 18;
+            append("<text x=\"%d\" y=\"%d\" fill=\"#666\">values above %s are drawn</text>%n",
+                    lx, cy, label(yMax, decimals(yStep)));
+            append("<text x=\"%d\" y=\"%d\" fill=\"#666\">at the top edge</text>%n", lx, cy + 15);
+        }
         append("</svg>%n");
+    }
+
+    /**
+     * Grid lines and labels at the whole multiples of the step between the
+     * bottom and the top, and at the bottom itself when that is not one.
+     */
+    private void drawYAxis() {
+        int decimals = decimals(yStep);
+        long first = (long) Math.ceil(yMin / yStep - EPSILON);
+        long last = (long) Math.floor(yMax / yStep + EPSILON);
+        if (first * yStep > yMin + EPSILON) {
+            yTick(yMin, decimals);
+        }
+        for (long k = first; k <= last; k++) {
+            yTick(k * yStep, decimals);
+        }
+        if (yMin <= 1.0 && 1.0 <= yMax) {
+            append("<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"6 4\"/>%n",
+                    LEFT, y(1.0), LEFT + plotWidth, y(1.0));
+        }
+    }
+
+    private void yTick(double value, int decimals) {
+        append("<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>%n",
+                LEFT, y(value), LEFT + plotWidth, y(value));
+        append("<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>%n", LEFT - 6, y(value) + 4,
+                label(value, decimals));
+    }
+
+    private static String label(double value, int decimals) {
+        return String.format(Locale.ROOT, "%." + decimals + "f", value);
     }
 
     private void append(String format, Object... args) {
