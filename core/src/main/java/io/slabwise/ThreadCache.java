@@ -1,7 +1,6 @@
 package io.slabwise;
 
 import java.lang.ref.WeakReference;
-import java.util.Arrays;
 
 /**
  * The per-thread front of an arena: recently freed memory of each cached size
@@ -54,7 +53,7 @@ import java.util.Arrays;
  * <h2>The shared cache</h2>
  * Virtual threads get no cache of their own: there may be millions of them,
  * each short-lived. They share one cache per arena made with
- * {@link #shared(MemoryPool, Arena)}, which keeps no stacks, takes every
+ * {@link #shared(ThreadCaches, MemoryLimit, Arena)}, which keeps no stacks, takes every
  * allocation from its arena, gives every release back through the arena's
  * lock-free remote-free queue, and counts with atomic adds only.
  *
@@ -72,6 +71,7 @@ final class ThreadCache {
     static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
     static final int REFILL_BATCH = 16;
+    private static final Stack[] NO_STACKS = new Stack[0];
 
     /** The pool's thread caches, for reclaiming dead threads' caches when the arena grows. */
     private final ThreadCaches caches;
@@ -86,8 +86,8 @@ final class ThreadCache {
     private final int cachedClasses;
     private final int maxCachedBytesPerClass;
     private final int maxEntriesPerClass;
-    /** The stack of each cached size class, made at the class's first use; emptied of stacks by {@link #retire()}. */
-    private final Stack[] stacks;
+    /** The stack of each cached size class, made at the class's first use; none at all after {@link #retire()}. */
+    private Stack[] stacks;
     private int operationsSinceSweep;
     /** Classes above the cached ones, up to this index, may take the single large slot. */
     private final int largestCachedLargeClass;
@@ -108,15 +108,33 @@ final class ThreadCache {
      * costs a GC write barrier) and its handle.
      */
     private static final class Stack {
-        final int[] chunkIds;
-        final long[] handles;
+        /** The most entries the stack may hold; its arrays start smaller and double up to it. */
+        final int capacity;
+        int[] chunkIds;
+        long[] handles;
         int count;
         /** The fewest entries the stack held since the last sweep: that many were not needed. */
         int lowWater;
 
         Stack(int capacity) {
-            chunkIds = new int[capacity];
-            handles = new long[capacity];
+            this.capacity = capacity;
+            int initial = Math.min(capacity, REFILL_BATCH);
+            chunkIds = new int[initial];
+            handles = new long[initial];
+        }
+
+        /** Whether one more entry fits, growing the arrays when they are full but the capacity allows. */
+        boolean hasRoom() {
+            if (count < handles.length) {
+                return true;
+            }
+            if (handles.length == capacity) {
+                return false;
+            }
+            int grown = Math.min(capacity, handles.length * 2);
+            chunkIds = java.util.Arrays.copyOf(chunkIds, grown);
+            handles = java.util.Arrays.copyOf(handles, grown);
+            return true;
         }
     }
 
@@ -215,7 +233,7 @@ final class ThreadCache {
         if (chunk.arena != arena || shared) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
         } else if (sizeIndex >= 0 && sizeIndex < cachedClasses
-                && (stack = stack(sizeIndex)).count < stack.handles.length) {
+                && (stack = stack(sizeIndex)).hasRoom()) {
             int n = stack.count;
             stack.chunkIds[n] = chunk.id;
             stack.handles[n] = handle;
@@ -260,7 +278,7 @@ final class ThreadCache {
     /** Bytes held in the stacks; exact only from the owner or after the owner died. */
     long cachedBytes() {
         long bytes = largeChunk == null ? 0 : sizes.size(largeSizeIndex);
-        for (int i = 0; i < cachedClasses; i++) {
+        for (int i = 0; i < stacks.length; i++) {
             Stack stack = stacks[i];
             if (stack != null) {
                 bytes += (long) stack.count * sizes.size(i);
@@ -284,7 +302,7 @@ final class ThreadCache {
     void flush() {
         flushRequested = false;
         releaseLarge();
-        for (int i = 0; i < cachedClasses; i++) {
+        for (int i = 0; i < stacks.length; i++) {
             Stack stack = stacks[i];
             if (stack != null && stack.count > 0) {
                 arena.freeBatch(stack.chunkIds, stack.handles, 0, stack.count);
@@ -301,7 +319,7 @@ final class ThreadCache {
      */
     void retire() {
         flush();
-        Arrays.fill(stacks, null);
+        stacks = NO_STACKS; // a dead thread's cache keeps only its counters, while its buffers live
     }
 
     private void sweep() {
@@ -310,7 +328,7 @@ final class ThreadCache {
             releaseLarge();
         }
         largeUsed = false;
-        for (int i = 0; i < cachedClasses; i++) {
+        for (int i = 0; i < stacks.length; i++) {
             Stack stack = stacks[i];
             if (stack == null) {
                 continue;

@@ -38,7 +38,12 @@ final class ThreadCaches {
     private final ThreadLocal<WeakReference<ThreadCache>> caches = new ThreadLocal<>();
     /** The caches virtual threads share, one per arena. */
     private final ThreadCache[] shared;
+    /** New threads between two reclaims of dead threads' caches started by a new thread. */
+    private static final int RECLAIM_EVERY = 64;
+
     private final Object registryLock = new Object();
+    /** Threads bound since a new thread last reclaimed dead caches; guarded by {@link #registryLock}. */
+    private int bindsSinceReclaim;
     private final ReentrantLock foldLock = new ReentrantLock();
     /** Every live cache, the shared ones first; replaced whole under {@link #registryLock}. */
     private volatile ThreadCache[] live;
@@ -89,7 +94,13 @@ final class ThreadCaches {
      */
     private ThreadCache bind(Thread thread) {
         ThreadCache cache;
+        boolean reclaim;
         synchronized (registryLock) {
+            // where threads come and go, dead ones' caches go back at least once every RECLAIM_EVERY new threads
+            reclaim = ++bindsSinceReclaim >= RECLAIM_EVERY;
+            if (reclaim) {
+                bindsSinceReclaim = 0;
+            }
             Arena arena = arenas[0];
             for (Arena candidate : arenas) {
                 if (candidate.boundThreads.get() < arena.boundThreads.get()) {
@@ -104,6 +115,9 @@ final class ThreadCaches {
             live = grown;
         }
         caches.set(new WeakReference<>(cache));
+        if (reclaim) {
+            tryReclaimDead();
+        }
         return cache;
     }
 

@@ -56,6 +56,7 @@ final class ThreadCounters {
     static final int COUNTERS = Category.MAX_CATEGORIES * FIELDS;
 
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle CATEGORY_SLOT = MethodHandles.arrayElementVarHandle(long[][].class);
     private static final VarHandle OWN_ARRAY;
     private static final VarHandle REMOTE_ARRAY;
 
@@ -63,7 +64,7 @@ final class ThreadCounters {
         try {
             MethodHandles.Lookup lookup = MethodHandles.lookup();
             OWN_ARRAY = lookup.findVarHandle(ThreadCounters.class, "own", long[].class);
-            REMOTE_ARRAY = lookup.findVarHandle(ThreadCounters.class, "remote", long[].class);
+            REMOTE_ARRAY = lookup.findVarHandle(ThreadCounters.class, "remote", long[][].class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -78,27 +79,32 @@ final class ThreadCounters {
      */
     @SuppressWarnings("unused") // read and written through OWN_ARRAY
     private long[] own;
-    /** Counts made by other threads, by atomic adds; null until the first. */
+    /**
+     * Counts made by other threads, by atomic adds: one small array per
+     * category, made at the first count in it (never replaced, so no add is
+     * lost); the whole table is null until the first such count. A cache whose
+     * thread died with buffers live thus costs little more than its own counts.
+     */
     @SuppressWarnings("unused") // read and written through REMOTE_ARRAY
-    private long[] remote;
+    private long[][] remote;
 
     ThreadCounters(boolean shared) {
         this.shared = shared;
         this.own = new long[shared ? 0 : FIELDS];
-        this.remote = shared ? new long[COUNTERS] : null;
+        this.remote = shared ? new long[Category.MAX_CATEGORIES][] : null;
     }
 
     /** Counts a new allocation; on the owner thread (any thread for shared counters). */
     void countAllocation(int categoryId, long requestedBytes, long reservedBytes, boolean carved) {
         int base = categoryId * FIELDS;
         if (shared) {
-            long[] r = remote();
-            SLOT.getAndAdd(r, base + RESERVED_IN, reservedBytes);
+            long[] r = remote(categoryId);
+            SLOT.getAndAdd(r, RESERVED_IN, reservedBytes);
             if (carved) {
-                SLOT.getAndAdd(r, base + CARVED_IN, reservedBytes);
+                SLOT.getAndAdd(r, CARVED_IN, reservedBytes);
             }
-            SLOT.getAndAdd(r, base + REQUESTED_IN, requestedBytes);
-            SLOT.getAndAdd(r, base + ALLOCATIONS, 1L);
+            SLOT.getAndAdd(r, REQUESTED_IN, requestedBytes);
+            SLOT.getAndAdd(r, ALLOCATIONS, 1L);
             return;
         }
         long[] c = (long[]) OWN_ARRAY.get(this);
@@ -126,13 +132,13 @@ final class ThreadCounters {
             }
             SLOT.setRelease(c, base + RELEASES, c[base + RELEASES] + 1);
         } else {
-            long[] r = remote();
-            SLOT.getAndAdd(r, base + REQUESTED_OUT, requestedBytes);
-            SLOT.getAndAdd(r, base + RESERVED_OUT, reservedBytes);
+            long[] r = remote(categoryId);
+            SLOT.getAndAdd(r, REQUESTED_OUT, requestedBytes);
+            SLOT.getAndAdd(r, RESERVED_OUT, reservedBytes);
             if (carved) {
-                SLOT.getAndAdd(r, base + CARVED_OUT, reservedBytes);
+                SLOT.getAndAdd(r, CARVED_OUT, reservedBytes);
             }
-            SLOT.getAndAdd(r, base + RELEASES, 1L);
+            SLOT.getAndAdd(r, RELEASES, 1L);
         }
     }
 
@@ -143,41 +149,54 @@ final class ThreadCounters {
             long[] c = (long[]) OWN_ARRAY.get(this);
             SLOT.setRelease(c, base + REQUESTED_IN, c[base + REQUESTED_IN] + requestedDelta);
         } else {
-            SLOT.getAndAdd(remote(), base + REQUESTED_OUT, -requestedDelta);
+            SLOT.getAndAdd(remote(categoryId), REQUESTED_OUT, -requestedDelta);
         }
     }
 
-    /** The array other threads count in, made by the first of them. Any thread. */
-    private long[] remote() {
-        long[] r = (long[]) REMOTE_ARRAY.getAcquire(this);
-        if (r == null) {
-            long[] made = new long[COUNTERS];
-            r = (long[]) REMOTE_ARRAY.compareAndExchangeRelease(this, null, made);
-            if (r == null) {
-                r = made;
+    /** The counts other threads make in category {@code categoryId}, made by the first of them. Any thread. */
+    private long[] remote(int categoryId) {
+        long[][] table = (long[][]) REMOTE_ARRAY.getAcquire(this);
+        if (table == null) {
+            long[][] made = new long[Category.MAX_CATEGORIES][];
+            table = (long[][]) REMOTE_ARRAY.compareAndExchangeRelease(this, null, made);
+            if (table == null) {
+                table = made;
             }
         }
-        return r;
+        long[] counts = (long[]) CATEGORY_SLOT.getAcquire(table, categoryId);
+        if (counts == null) {
+            long[] made = new long[FIELDS];
+            counts = (long[]) CATEGORY_SLOT.compareAndExchangeRelease(table, categoryId, null, made);
+            if (counts == null) {
+                counts = made;
+            }
+        }
+        return counts;
     }
 
     /**
      * Adds fields {@code from} to {@code from + 3} of each of the first
-     * {@code categories} categories, from both arrays, into {@code into} (laid
-     * out as the counters are). Any thread.
+     * {@code categories} categories, from the owner's counts and the other
+     * threads', into {@code into} (laid out as the owner's counts are). Any thread.
      */
     void addSide(long[] into, int categories, int from) {
-        addSide((long[]) OWN_ARRAY.getAcquire(this), into, categories, from);
-        addSide((long[]) REMOTE_ARRAY.getAcquire(this), into, categories, from);
-    }
-
-    private static void addSide(long[] counts, long[] into, int categories, int from) {
-        if (counts == null) {
-            return;
-        }
+        long[] counts = (long[]) OWN_ARRAY.getAcquire(this);
         int n = Math.min(counts.length, categories * FIELDS);
         for (int base = 0; base < n; base += FIELDS) {
             for (int i = base + from; i < base + from + OUT; i++) {
                 into[i] += (long) SLOT.getAcquire(counts, i);
+            }
+        }
+        long[][] table = (long[][]) REMOTE_ARRAY.getAcquire(this);
+        if (table == null) {
+            return;
+        }
+        for (int c = 0; c < categories; c++) {
+            long[] remoteCounts = (long[]) CATEGORY_SLOT.getAcquire(table, c);
+            if (remoteCounts != null) {
+                for (int f = from; f < from + OUT; f++) {
+                    into[c * FIELDS + f] += (long) SLOT.getAcquire(remoteCounts, f);
+                }
             }
         }
     }
@@ -190,11 +209,19 @@ final class ThreadCounters {
 
     /** Allocations counted here not yet released: exact once the owner is dead and no release is under way. */
     long liveAllocations() {
-        long[] all = new long[COUNTERS];
-        addAll(all);
         long live = 0;
-        for (int base = 0; base < COUNTERS; base += FIELDS) {
-            live += all[base + ALLOCATIONS] - all[base + RELEASES];
+        long[] counts = (long[]) OWN_ARRAY.getAcquire(this);
+        for (int base = 0; base < counts.length; base += FIELDS) {
+            live += (long) SLOT.getAcquire(counts, base + ALLOCATIONS) - (long) SLOT.getAcquire(counts, base + RELEASES);
+        }
+        long[][] table = (long[][]) REMOTE_ARRAY.getAcquire(this);
+        if (table != null) {
+            for (int c = 0; c < table.length; c++) {
+                long[] remoteCounts = (long[]) CATEGORY_SLOT.getAcquire(table, c);
+                if (remoteCounts != null) {
+                    live += (long) SLOT.getAcquire(remoteCounts, ALLOCATIONS) - (long) SLOT.getAcquire(remoteCounts, RELEASES);
+                }
+            }
         }
         return live;
     }
