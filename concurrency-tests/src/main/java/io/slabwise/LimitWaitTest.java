@@ -1,0 +1,104 @@
+package io.slabwise;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
+import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
+
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.III_Result;
+
+/**
+ * A caller waiting at the ceiling, for real, while memory is given back: it
+ * gets the memory, and its waits end because the release woke it, not because
+ * the 50 ms safety net of {@link MemoryLimit#awaitRelease} ran out.
+ *
+ * <p>The race: the waiter reads the release count, fails its try, and calls
+ * {@code awaitRelease(seen, deadline)}, which under the limit's lock sleeps
+ * only if the count still equals what it read. The releaser gives the bytes
+ * back, then, seeing a waiter, bumps the count and signals under the same
+ * lock. Whichever comes first, the waiter must not sleep through the release.
+ * The waiter loops as {@code Admission} does, until it gets the memory or a
+ * 2-second deadline passes.
+ *
+ * <p>jcstress has no mode for long blocking, and how long a wait took depends
+ * on the scheduler too: a wait that ends on the safety net is reported as
+ * interesting, not as a failure. A lost wake-up shows there as a steady count;
+ * a healthy run has none, or a handful from descheduled threads. Not getting
+ * the memory at all is a failure. {@link LimitWakeUpTest} checks the same
+ * hand-off without timing.
+ *
+ * <p>Result: {@code [the waiter got the memory, waits it made, waits that
+ * lasted 40 ms or more]}.
+ */
+@JCStressTest
+@Outcome(id = "1, 0, 0", expect = ACCEPTABLE, desc = "The memory was back before the first try.")
+@Outcome(id = "1, [1-9][0-9]*, 0", expect = ACCEPTABLE, desc = "The waiter waited and was woken by the release.")
+@Outcome(id = "1, [1-9][0-9]*, [1-9][0-9]*", expect = ACCEPTABLE_INTERESTING,
+        desc = "A wait ran into the 50 ms safety net: a lost wake-up, or a thread descheduled for that long.")
+@Outcome(expect = FORBIDDEN, desc = "The waiter did not get the memory within 2 seconds.")
+@State
+public class LimitWaitTest {
+
+    private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(2);
+    private static final long SAFETY_NET_NANOS = TimeUnit.MILLISECONDS.toNanos(40);
+
+    private final MemoryLimit limit = new MemoryLimit(TestPools.CHUNK_SIZE);
+    private long ticket;
+
+    /** Creates the state: a limit of one chunk, fully committed. */
+    public LimitWaitTest() {
+        if (!limit.tryCommit(TestPools.CHUNK_SIZE)) {
+            throw new IllegalStateException("a fresh limit refused its first chunk");
+        }
+    }
+
+    /** Lines up at the ceiling and retries after each release until it gets the chunk or the deadline passes. */
+    @Actor
+    public void waiter(III_Result r) {
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        ticket = limit.enqueue(limit.ceilingQueue);
+        limit.retrying(Thread.currentThread());
+        int waits = 0;
+        int slowWaits = 0;
+        try {
+            while (true) {
+                long seen = limit.releaseCount();
+                if (limit.tryCommit(TestPools.CHUNK_SIZE)) {
+                    r.r1 = 1;
+                    break;
+                }
+                long start = System.nanoTime();
+                boolean beforeDeadline = limit.awaitRelease(seen, deadline);
+                waits++;
+                if (System.nanoTime() - start >= SAFETY_NET_NANOS) {
+                    slowWaits++;
+                }
+                if (!beforeDeadline) {
+                    break;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        r.r2 = waits;
+        r.r3 = slowWaits;
+    }
+
+    /** Gives the chunk's bytes back, which wakes the waiter if it sees it. */
+    @Actor
+    public void releaser() {
+        limit.uncommit(TestPools.CHUNK_SIZE);
+    }
+
+    /** Takes the waiter out of the queue. */
+    @Arbiter
+    public void settle() {
+        limit.retrying(null);
+        limit.dequeue(limit.ceilingQueue, ticket);
+    }
+}
