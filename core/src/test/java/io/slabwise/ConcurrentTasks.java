@@ -37,6 +37,19 @@ final class ConcurrentTasks {
         }
     }
 
+    /** Starts {@code task} on a new thread; its failure, if any, goes into {@code failure} (the first one wins). */
+    static Thread startCapturingFailure(Runnable task, AtomicReference<Throwable> failure) {
+        Thread thread = new Thread(() -> {
+            try {
+                task.run();
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+            }
+        });
+        thread.start();
+        return thread;
+    }
+
     /** The next item a neighbouring thread hands over; fails if none comes within 10 s (a broken neighbour). */
     static <T> T takeFromNeighbour(BlockingQueue<T> queue) {
         try {

@@ -61,7 +61,7 @@ class FairAdmissionTest {
         pool.allocate(small, 900 * KIB, held); // reserves 896 KiB + rounding, leaving ~100 KiB of the quota
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Allocation first = new Allocation();
-        Thread large = waiter(() -> pool.allocate(small, 200 * KIB, first), failure);
+        Thread large = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 200 * KIB, first), failure);
         awaitWaiting(pool, 1);
 
         Allocation other = new Allocation();
@@ -70,7 +70,7 @@ class FairAdmissionTest {
         pool.free(other);
 
         Allocation second = new Allocation();
-        Thread tiny = waiter(() -> pool.allocate(small, 1 * KIB, second), failure);
+        Thread tiny = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 1 * KIB, second), failure);
         awaitWaiting(pool, 2); // fits the quota now, but waits behind the 200 KiB request of its category
         assertTrue(!second.isLive());
 
@@ -82,18 +82,6 @@ class FairAdmissionTest {
         pool.free(first);
         pool.free(second);
         assertEquals(0, pool.requestedBytes());
-    }
-
-    private static Thread waiter(Runnable allocation, AtomicReference<Throwable> failure) {
-        Thread thread = new Thread(() -> {
-            try {
-                allocation.run();
-            } catch (Throwable t) {
-                failure.compareAndSet(null, t);
-            }
-        });
-        thread.start();
-        return thread;
     }
 
     /** Spins until {@code n} callers wait: the state the test is about, reached without sleeping. */

@@ -93,7 +93,7 @@ class LimitStatsTest {
         pool.allocate(MIB, second);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Allocation served = new Allocation();
-        Thread waiter = start(() -> pool.allocate(MIB, served), failure);
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(MIB, served), failure);
         awaitWaiting(pool);
         assertEquals(1, pool.limitStats().waitingAllocations());
         assertEquals(0, pool.limitStats().waits(), "counted when over");
@@ -118,7 +118,7 @@ class LimitStatsTest {
         Allocation held = new Allocation();
         pool.allocate(small, 200 * KIB, held);
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread waiter = start(() -> pool.allocate(small, 100 * KIB, new Allocation()), failure);
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 100 * KIB, new Allocation()), failure);
         awaitWaiting(pool);
         waiter.interrupt();
         waiter.join();
@@ -139,7 +139,7 @@ class LimitStatsTest {
         Allocation held = new Allocation();
         pool.allocate(small, 200 * KIB, held);
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread waiter = start(() -> pool.allocate(small, 100 * KIB, new Allocation()), failure);
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 100 * KIB, new Allocation()), failure);
         awaitWaiting(pool);
         pool.close();
         waiter.join();
@@ -165,18 +165,6 @@ class LimitStatsTest {
         assertEquals(0, stats.waits());
         assertTrue(stats.toString().contains("refusals=1"), stats.toString());
         pool.free(held);
-    }
-
-    private static Thread start(Runnable allocation, AtomicReference<Throwable> failure) {
-        Thread thread = new Thread(() -> {
-            try {
-                allocation.run();
-            } catch (Throwable t) {
-                failure.compareAndSet(null, t);
-            }
-        });
-        thread.start();
-        return thread;
     }
 
     /** Spins until a caller waits: the state the test is about, reached without sleeping. */

@@ -1,5 +1,6 @@
 package io.slabwise.benchmarks.simulator;
 
+import io.slabwise.benchmarks.CommandLine;
 import io.netty.util.Version;
 import io.netty.util.concurrent.FastThreadLocalThread;
 
@@ -8,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -261,20 +261,6 @@ public final class FragmentationSimulator {
     }
 
     private static Map<String, String> parse(String[] args) {
-        Map<String, String> options = new LinkedHashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            if (!args[i].startsWith("--") || !OPTIONS.contains(args[i].substring(2))) {
-                throw new IllegalArgumentException("unknown argument: " + args[i] + " (try --help)");
-            }
-            String key = args[i].substring(2);
-            if (FLAGS.contains(key)) {
-                options.put(key, "true");
-            } else if (i + 1 < args.length) {
-                options.put(key, args[++i]);
-            } else {
-                throw new IllegalArgumentException("--" + key + " needs a value");
-            }
-        }
-        return options;
+        return CommandLine.parse(args, OPTIONS, FLAGS);
     }
 }

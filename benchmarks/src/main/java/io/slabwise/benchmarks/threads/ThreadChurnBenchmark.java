@@ -1,5 +1,6 @@
 package io.slabwise.benchmarks.threads;
 
+import io.slabwise.benchmarks.CommandLine;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
@@ -19,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -434,21 +434,7 @@ public final class ThreadChurnBenchmark {
     }
 
     private static Map<String, String> parse(String[] args) {
-        Map<String, String> options = new LinkedHashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            if (!args[i].startsWith("--") || !OPTIONS.contains(args[i].substring(2))) {
-                throw new IllegalArgumentException("unknown argument: " + args[i] + " (try --help)");
-            }
-            String key = args[i].substring(2);
-            if (FLAGS.contains(key)) {
-                options.put(key, "true");
-            } else if (i + 1 < args.length) {
-                options.put(key, args[++i]);
-            } else {
-                throw new IllegalArgumentException("--" + key + " needs a value");
-            }
-        }
-        return options;
+        return CommandLine.parse(args, OPTIONS, FLAGS);
     }
 
     /** The process's resident memory from {@code /proc/self/status} (Linux); -1 where it cannot be read. */
