@@ -53,9 +53,11 @@ import java.lang.ref.WeakReference;
  * <h2>The shared cache</h2>
  * Virtual threads get no cache of their own: there may be millions of them,
  * each short-lived. They share one cache per arena made with
- * {@link #shared(ThreadCaches, MemoryLimit, Arena)}, which keeps no stacks, takes every
- * allocation from its arena, gives every release back through the arena's
- * lock-free remote-free queue, and counts with atomic adds only.
+ * {@link #shared(ThreadCaches, MemoryLimit, Arena, int, int, int)}, whose
+ * stacks are guarded by a try-lock: a virtual thread that finds another one
+ * using them does not wait, but allocates from the arena or releases through
+ * its lock-free remote-free queue. Its counts are atomic adds only. Any thread
+ * may flush it when no virtual thread holds it ({@link #flushShared()}).
  *
  * <h2>Accounting</h2>
  * A cache carries its thread's {@link ThreadCounters}: what the thread's
@@ -161,9 +163,17 @@ final class ThreadCache {
     }
 
     /** The cache that virtual threads bound to {@code arena} share: no stacks, atomic counters. */
-    static ThreadCache shared(ThreadCaches caches, MemoryLimit limit, Arena arena) {
-        return new ThreadCache(caches, limit, arena, null, true, 0, 0, 0);
+    static ThreadCache shared(ThreadCaches caches, MemoryLimit limit, Arena arena, int maxCachedSize,
+                              int maxCachedBytesPerClass, int maxEntriesPerClass) {
+        return new ThreadCache(caches, limit, arena, null, true, maxCachedSize, maxCachedBytesPerClass, maxEntriesPerClass);
     }
+
+    /**
+     * Guards a shared cache's stacks: a virtual thread that finds it taken
+     * does not wait but goes to the arena (allocation) or the remote-free
+     * queue (release). Unused by a thread's own cache.
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean sharedBusy = new java.util.concurrent.atomic.AtomicBoolean();
 
     /** The stack of cached class {@code sizeIndex}, made on first use. Owner thread only. */
     private Stack stack(int sizeIndex) {
@@ -178,6 +188,25 @@ final class ThreadCache {
 
     /** Allocates {@code requested} bytes (at most a chunk) of size class {@code sizeIndex} into {@code out}. */
     void allocate(Category category, int requested, int sizeIndex, Allocation out) {
+        if (shared) {
+            if (sharedBusy.compareAndSet(false, true)) {
+                try {
+                    allocateCached(category, requested, sizeIndex, out);
+                } finally {
+                    sharedBusy.set(false);
+                }
+            } else {
+                arena.allocate(sizeIndex, out); // another virtual thread has the stacks: never wait for it
+                afterArenaAllocation();
+                placeAndCount(category, requested, sizeIndex, out);
+            }
+            return;
+        }
+        allocateCached(category, requested, sizeIndex, out);
+    }
+
+    /** Allocates through the stacks; the owner thread, or a virtual thread holding a shared cache. */
+    private void allocateCached(Category category, int requested, int sizeIndex, Allocation out) {
         if (flushRequested) {
             flush();
         }
@@ -209,12 +238,16 @@ final class ThreadCache {
             arena.allocate(sizeIndex, out);
             afterArenaAllocation();
         }
-        int reserved = sizes.size(sizeIndex);
-        out.place(sizeIndex, (int) out.chunk.offset(out.handle), category, requested, reserved);
-        countAllocation(category, requested, reserved, false, out);
+        placeAndCount(category, requested, sizeIndex, out);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
+    }
+
+    private void placeAndCount(Category category, int requested, int sizeIndex, Allocation out) {
+        int reserved = sizes.size(sizeIndex);
+        out.place(sizeIndex, (int) out.chunk.offset(out.handle), category, requested, reserved);
+        countAllocation(category, requested, reserved, false, out);
     }
 
     private void afterArenaAllocation() {
@@ -226,11 +259,28 @@ final class ThreadCache {
 
     /** Releases a pooled (non-huge) allocation made by any thread. */
     void free(Chunk chunk, long handle, int sizeIndex) {
+        if (shared) {
+            if (chunk.arena == arena && sharedBusy.compareAndSet(false, true)) {
+                try {
+                    freeCached(chunk, handle, sizeIndex);
+                } finally {
+                    sharedBusy.set(false);
+                }
+            } else {
+                chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
+            }
+            return;
+        }
+        freeCached(chunk, handle, sizeIndex);
+    }
+
+    /** Releases into the stacks; the owner thread, or a virtual thread holding a shared cache. */
+    private void freeCached(Chunk chunk, long handle, int sizeIndex) {
         if (flushRequested) {
             flush();
         }
         Stack stack;
-        if (chunk.arena != arena || shared) {
+        if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
         } else if (sizeIndex >= 0 && sizeIndex < cachedClasses
                 && (stack = stack(sizeIndex)).hasRoom()) {
@@ -296,6 +346,22 @@ final class ThreadCache {
             }
         }
         return made;
+    }
+
+    /**
+     * Gives a shared cache's entries back to the arena from any thread: at
+     * once when no virtual thread holds it, else at its next operation.
+     */
+    void flushShared() {
+        if (sharedBusy.compareAndSet(false, true)) {
+            try {
+                flush();
+            } finally {
+                sharedBusy.set(false);
+            }
+        } else {
+            requestFlush();
+        }
     }
 
     /** Gives every cached entry back to the arena. Owner thread, or any thread once the owner is dead. */

@@ -14,7 +14,7 @@ import java.util.function.LongSupplier;
  *
  * <pre>
  *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena
- *  virtual thread  ──thread id % arenas──▶ shared cache of that arena
+ *  virtual thread  ──thread id % arenas──▶ shared cache of that arena (its stacks under a try-lock)
  *
  *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
  * </pre>
@@ -58,7 +58,8 @@ final class ThreadCaches {
         this.config = config;
         this.shared = new ThreadCache[arenas.length];
         for (int i = 0; i < arenas.length; i++) {
-            shared[i] = ThreadCache.shared(this, limit, arenas[i]);
+            shared[i] = ThreadCache.shared(this, limit, arenas[i], config.maxCachedSize(), config.maxCachedBytesPerClass(),
+                    config.maxCachedEntriesPerClass());
         }
         this.live = shared.clone();
     }
@@ -121,10 +122,13 @@ final class ThreadCaches {
         return cache;
     }
 
-    /** Asks every live thread to flush its cache at its next operation. */
+    /** Asks every live thread to flush its cache at its next operation; the shared caches flush now, if free. */
     void requestFlushAll() {
         for (ThreadCache cache : live) {
             cache.requestFlush();
+        }
+        for (ThreadCache cache : shared) {
+            cache.flushShared();
         }
     }
 
