@@ -50,7 +50,6 @@ final class CommittedMemory {
     private final ChunkSource source;
     private final MemoryLimit limit;
     /** The chunk size, to tell a chunk from a block region when a caller does not say; 0 when unknown. */
-    private final int chunkSize;
     private final ConcurrentHashMap<NativeRegion, RegionKind> regions = new ConcurrentHashMap<>();
     /** Bytes of chunks and block regions handed out whole to sequential allocators and block pools. */
     final AtomicLong wholeChunkBytes = new AtomicLong();
@@ -60,19 +59,9 @@ final class CommittedMemory {
     /** Bytes of the block regions block pools hold, in use or idle. */
     final AtomicLong blockRegionBytes = new AtomicLong();
 
-    /** Memory whose regions are all reported as chunks, unless {@link #commit(int, RegionKind)} says otherwise. */
     CommittedMemory(ChunkSource source, MemoryLimit limit) {
-        this(source, limit, 0);
-    }
-
-    /**
-     * @param chunkSize the pool's chunk size: a region committed without a kind
-     *                  is a chunk when it is this large, a block region when smaller
-     */
-    CommittedMemory(ChunkSource source, MemoryLimit limit, int chunkSize) {
         this.source = source;
         this.limit = limit;
-        this.chunkSize = chunkSize;
     }
 
     /** Native memory currently taken from the chunk source. */
@@ -94,19 +83,6 @@ final class CommittedMemory {
     /** The figures by kind, for a snapshot. */
     Figures figures() {
         return new Figures(hugeBytes.get(), hugeCount.get(), blockRegionBytes.get(), wholeChunkBytes.get());
-    }
-
-    /**
-     * Takes a chunk or a block region of {@code size} bytes from the chunk
-     * source: a chunk when {@code size} is the chunk size, a block region when
-     * smaller (a block pool's blocks as large as a chunk are reported as
-     * chunks; {@link #commit(int, RegionKind)} says which exactly).
-     *
-     * @throws CeilingReached when that would pass the ceiling
-     */
-    NativeRegion commit(int size) {
-        return commit(size, chunkSize <= 0 || size == chunkSize ? RegionKind.CHUNK
-                : size > chunkSize ? RegionKind.HUGE : RegionKind.BLOCK);
     }
 
     /**

@@ -101,7 +101,7 @@ public final class MemoryPool implements AutoCloseable {
         this.config = Objects.requireNonNull(config, "config");
         this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
         MemoryLimit limit = new MemoryLimit(config.maxMemory());
-        this.committed = new CommittedMemory(config.chunkSource(), limit, config.chunkSize());
+        this.committed = new CommittedMemory(config.chunkSource(), limit);
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
