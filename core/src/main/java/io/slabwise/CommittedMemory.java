@@ -20,9 +20,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *                 regions += region, with its kind ──▶ JFR io.slabwise.ChunkCommitted
  * </pre>
  *
- * <h2>Region groups (the direct source)</h2>
+ * <h2>Region groups (the direct source on glibc)</h2>
  * With the built-in direct source (malloc: Java 17, or Java 22+ with mapping
- * off), regions smaller than {@value RegionGroups#GROUP_SIZE} bytes are carved
+ * off), on glibc without {@code MALLOC_MMAP_THRESHOLD_} in the environment
+ * (where malloc may keep freed chunks resident, see {@link MallocWarning}), regions smaller than {@value RegionGroups#GROUP_SIZE} bytes are carved
  * out of {@link RegionGroups groups} of that size, each taken from the source
  * in one piece, so that glibc maps it and unmaps it when the group's last
  * region is given back (see {@link RegionGroups}). A region goes, in this
@@ -110,7 +111,7 @@ final class CommittedMemory {
     }
 
     CommittedMemory(ChunkSource source, MemoryLimit limit) {
-        this(source, limit, source == DirectChunkSource.INSTANCE && !Boolean.getBoolean("slabwise.noRegionGroups"));
+        this(source, limit, source == DirectChunkSource.INSTANCE && MallocWarning.regionGroupsWanted());
     }
 
     /** With region groups or without, whatever the source; for tests. */
