@@ -6,12 +6,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The native memory a pool holds from its chunk source: the only place a
- * region is taken or given back, so the ceiling is enforced here and every
+ * The native memory a pool holds from its chunk source: the only place
+ * memory is taken or given back, so the ceiling is enforced here and every
  * region still held is known.
  *
  * <pre>
- *  commit(size) ── limit.tryCommit ──no──▶ CeilingReached
+ *  commit(size) ── limit.tryCommit(size) ──no──▶ CeilingReached
  *                        │yes
  *                        ▼
  *                 chunkSource.allocate ──throws──▶ limit.uncommit, rethrow (nothing changed)
@@ -20,13 +20,42 @@ import java.util.concurrent.atomic.AtomicLong;
  *                 regions += region, with its kind ──▶ JFR io.slabwise.ChunkCommitted
  * </pre>
  *
- * <p>Committed bytes are the limit's atomic counter. The regions held, each
- * with its {@link RegionKind}, are what the cleaner of a pool dropped without
+ * <h2>Region groups (the direct source on glibc)</h2>
+ * With the built-in direct source (malloc: Java 17, or Java 22+ with mapping
+ * off), on glibc without {@code MALLOC_MMAP_THRESHOLD_} in the environment
+ * (where malloc may keep freed chunks resident, see {@link MallocWarning}), regions smaller than {@value RegionGroups#GROUP_SIZE} bytes are carved
+ * out of {@link RegionGroups groups} of that size, each taken from the source
+ * in one piece, so that glibc maps it and unmaps it when the group's last
+ * region is given back (see {@link RegionGroups}). A region goes, in this
+ * order: into a group that has room (nothing new is committed); on its own,
+ * while the pool's regions on their own stay within
+ * {@value #ALONE_BUDGET} bytes (a small pool does not take a whole group, and
+ * what malloc may keep of them is bounded by that); into a new group; and on
+ * its own when the ceiling (or the JVM's direct-memory limit) has no room for
+ * a new group but has room for the region. Regions of a group's size or more
+ * are always on their own: glibc maps them anyway. {@code -Dslabwise.noRegionGroups=true}
+ * puts every region on its own.
+ *
+ * <p>Committed bytes are what the pool holds from the source: a whole group
+ * counts from the moment it is taken (its memory is zeroed, so resident) to the
+ * moment it is given back, however few of its regions are in use. The ceiling
+ * applies to those bytes, so a new group needs room for all of it. Committed
+ * bytes are the limit's atomic counter.
+ *
+ * <h2>Events</h2>
+ * The JFR events are per region, as the pool's code sees them:
+ * {@code io.slabwise.ChunkCommitted} when a region is committed and
+ * {@code io.slabwise.ChunkReleased} when it is given back, with its size and
+ * kind; their {@code committed} field is the pool's committed bytes just
+ * after, groups included. So a region that opens a new group shows a jump of a
+ * whole group in {@code committed}, one carved from a group with room shows
+ * none, and the release of a group's last region shows the group's bytes
+ * leaving. Both events are on the slow path only (see {@link PoolEvents}).
+ *
+ * <p>The memory taken from the source (regions on their own and the groups'
+ * backing regions) is what the cleaner of a pool dropped without
  * {@code close()} frees ({@link #reclaimerOnCollection()}); it refers to this
- * object's map and source, never to the pool. A region given back
- * ({@link #decommit}) is reported as {@code io.slabwise.ChunkReleased} with the
- * kind it was committed as. Both events are on the slow path only (see
- * {@link PoolEvents}). Any thread.
+ * object's set and source, never to the pool. Any thread.
  */
 final class CommittedMemory {
 
@@ -47,10 +76,23 @@ final class CommittedMemory {
         }
     }
 
+    /** Bytes of the regions a pool with groups may keep on their own (regions smaller than a group). */
+    static final long ALONE_BUDGET = 8L * 1024 * 1024;
+
     private final ChunkSource source;
     private final MemoryLimit limit;
-    /** The chunk size, to tell a chunk from a block region when a caller does not say; 0 when unknown. */
-    private final ConcurrentHashMap<NativeRegion, RegionKind> regions = new ConcurrentHashMap<>();
+    /** The groups regions are carved from; null when every region is taken on its own. */
+    private final RegionGroups groups;
+    /** Whether the source's memory counts against the JVM's direct-memory limit, to check before taking a group. */
+    private final boolean jvmCounts;
+    /** Every region handed out, with its kind and, if carved from a group, where. */
+    private final ConcurrentHashMap<NativeRegion, Held> regions = new ConcurrentHashMap<>();
+    /** What was taken from the source and not given back yet: regions on their own and the groups' backing regions. */
+    private final Set<NativeRegion> fromSource = ConcurrentHashMap.newKeySet();
+    /** Bytes of the regions on their own counted against {@link #ALONE_BUDGET}. */
+    private final AtomicLong aloneBytes = new AtomicLong();
+    /** Bytes of the regions handed out, on their own or carved from groups. */
+    private final AtomicLong regionBytes = new AtomicLong();
     /** Bytes of chunks and block regions handed out whole to sequential allocators and block pools. */
     final AtomicLong wholeChunkBytes = new AtomicLong();
     /** Bytes and count of huge regions (requests larger than a chunk). */
@@ -59,9 +101,25 @@ final class CommittedMemory {
     /** Bytes of the block regions block pools hold, in use or idle. */
     final AtomicLong blockRegionBytes = new AtomicLong();
 
+    /**
+     * A region held: its kind and, for a region carved from a group, where.
+     *
+     * @param carving  where in its group the region is; null for a region on its own
+     * @param budgeted whether a region on its own counts against {@link #ALONE_BUDGET}
+     */
+    private record Held(RegionKind kind, RegionGroups.Carving carving, boolean budgeted) {
+    }
+
     CommittedMemory(ChunkSource source, MemoryLimit limit) {
+        this(source, limit, source == DirectChunkSource.INSTANCE && MallocWarning.regionGroupsWanted());
+    }
+
+    /** With region groups or without, whatever the source; for tests. */
+    CommittedMemory(ChunkSource source, MemoryLimit limit, boolean grouped) {
         this.source = source;
         this.limit = limit;
+        this.groups = grouped ? new RegionGroups() : null;
+        this.jvmCounts = source == DirectChunkSource.INSTANCE && DirectChunkSource.countedByJvmLimit();
     }
 
     /** Native memory currently taken from the chunk source. */
@@ -86,13 +144,101 @@ final class CommittedMemory {
     }
 
     /**
-     * Takes {@code size} bytes from the chunk source for a region of that
-     * kind. Whatever the chunk source throws leaves the committed bytes as they
-     * were.
+     * Bytes of the regions handed out: {@link #committed()} less the room in
+     * groups not carved into regions.
+     */
+    long regionBytes() {
+        return regionBytes.get();
+    }
+
+    /** Whether regions are carved from groups. */
+    boolean grouped() {
+        return groups != null;
+    }
+
+    /** The groups holding at least one region; 0 without groups. */
+    int groupCount() {
+        return groups == null ? 0 : groups.groupCount();
+    }
+
+    /**
+     * Commits a region of {@code size} bytes of that kind: carved from a group,
+     * or taken from the chunk source on its own (see the class comment).
+     * Whatever the chunk source throws leaves the committed bytes as they were.
      *
      * @throws CeilingReached when that would pass the ceiling
      */
     NativeRegion commit(int size, RegionKind kind) {
+        if (groups == null || size >= RegionGroups.GROUP_SIZE) {
+            return commitAlone(size, kind, false);
+        }
+        RegionGroups.Carving carving = groups.carve(size);
+        if (carving == null) {
+            if (reserveAloneBudget(size)) {
+                try {
+                    return commitAlone(size, kind, true);
+                } catch (RuntimeException | Error e) {
+                    aloneBytes.addAndGet(-size);
+                    throw e;
+                }
+            }
+            RegionGroups.Group group = newGroup();
+            if (group == null) { // no room for a whole group: this region on its own, if it fits
+                return commitAlone(size, kind, false);
+            }
+            carving = groups.carveFromNew(group, size);
+        }
+        NativeRegion backing = carving.group().backing;
+        int offset = (int) carving.offset();
+        NativeRegion region = new NativeRegion(backing.buffer().slice(offset, size), backing.address() + offset, size);
+        regions.put(region, new Held(kind, carving, false));
+        regionBytes.addAndGet(size);
+        PoolEvents.chunkCommitted(size, kind, limit.committed());
+        return region;
+    }
+
+    /** Counts {@code size} bytes against the budget of regions on their own, if they fit. */
+    private boolean reserveAloneBudget(int size) {
+        while (true) {
+            long current = aloneBytes.get();
+            if (current + size > ALONE_BUDGET) {
+                return false;
+            }
+            if (aloneBytes.compareAndSet(current, current + size)) {
+                return true;
+            }
+        }
+    }
+
+    /** A new group, committed and taken from the source; null when the ceiling or the JVM's limit has no room for it. */
+    private RegionGroups.Group newGroup() {
+        if (jvmCounts && !JvmDirectMemory.hasRoomFor(RegionGroups.GROUP_SIZE)) {
+            return null;
+        }
+        if (!limit.tryCommit(RegionGroups.GROUP_SIZE)) {
+            return null;
+        }
+        NativeRegion backing;
+        try {
+            backing = source.allocate(RegionGroups.GROUP_SIZE);
+        } catch (OutOfMemoryError e) { // the JVM's limit, reached by someone else meanwhile: try the region on its own
+            limit.uncommit(RegionGroups.GROUP_SIZE);
+            return null;
+        } catch (RuntimeException | Error e) {
+            limit.uncommit(RegionGroups.GROUP_SIZE);
+            throw e;
+        }
+        if (backing.size() != RegionGroups.GROUP_SIZE) {
+            source.release(backing);
+            limit.uncommit(RegionGroups.GROUP_SIZE);
+            throw new IllegalStateException("chunk source returned " + backing.size() + " bytes for " + RegionGroups.GROUP_SIZE);
+        }
+        fromSource.add(backing);
+        return new RegionGroups.Group(backing);
+    }
+
+    /** Takes a region on its own from the chunk source. */
+    private NativeRegion commitAlone(int size, RegionKind kind, boolean budgeted) {
         if (!limit.tryCommit(size)) {
             throw CeilingReached.INSTANCE;
         }
@@ -108,25 +254,50 @@ final class CommittedMemory {
             limit.uncommit(size);
             throw new IllegalStateException("chunk source returned " + region.size() + " bytes for " + size);
         }
-        regions.put(region, kind);
+        fromSource.add(region);
+        regions.put(region, new Held(kind, null, budgeted));
+        regionBytes.addAndGet(size);
         PoolEvents.chunkCommitted(size, kind, limit.committed());
         return region;
     }
 
-    /** Gives a region taken with {@link #commit} back to the chunk source. */
+    /**
+     * Gives back a region taken with {@link #commit}: to the chunk source if
+     * it is on its own; to its group otherwise, and the group to the source
+     * when that was its last region.
+     */
     void decommit(NativeRegion region) {
-        RegionKind kind = regions.remove(region);
-        source.release(region);
-        limit.uncommit(region.size());
-        PoolEvents.chunkReleased(region.size(), kind != null ? kind : RegionKind.CHUNK, limit.committed());
+        Held held = regions.remove(region);
+        if (held != null) {
+            regionBytes.addAndGet(-region.size());
+        }
+        RegionKind kind = held != null ? held.kind() : RegionKind.CHUNK;
+        if (held != null && held.carving() != null) {
+            RegionGroups.Group emptied = groups.free(held.carving());
+            if (emptied != null) {
+                fromSource.remove(emptied.backing);
+                source.release(emptied.backing);
+                limit.uncommit(RegionGroups.GROUP_SIZE);
+            } else {
+                limit.released(); // room in a group is room for a waiter too
+            }
+        } else {
+            fromSource.remove(region);
+            source.release(region);
+            limit.uncommit(region.size());
+            if (held != null && held.budgeted()) {
+                aloneBytes.addAndGet(-region.size());
+            }
+        }
+        PoolEvents.chunkReleased(region.size(), kind, limit.committed());
     }
 
     /** The work of a cleaner for a pool collected without {@code close()}: gives back every region still held. */
     Runnable reclaimerOnCollection() {
-        return new Reclaimer(regions.keySet(), source);
+        return new Reclaimer(fromSource, source);
     }
 
-    /** Refers to the regions and the source only, so that it does not keep the pool reachable. */
+    /** Refers to what was taken from the source and the source only, so that it does not keep the pool reachable. */
     private static final class Reclaimer implements Runnable {
         private final Set<NativeRegion> regions;
         private final ChunkSource source;

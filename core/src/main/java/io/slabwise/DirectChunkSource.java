@@ -18,6 +18,12 @@ import java.nio.ByteBuffer;
  * run through {@code sun.misc.Unsafe.invokeCleaner}, looked up reflectively;
  * without it the source still works, but frees memory only when the buffer is
  * collected. The address comes from {@link BufferAddress}.
+ *
+ * <p>A pool does not take its chunks from this source one by one: past its
+ * first few MiB it takes groups of 32 MiB and carves chunks out of them (see
+ * {@link CommittedMemory} and {@link RegionGroups}), because glibc always
+ * maps a request that large and unmaps it when it is freed, where a freed
+ * 4 MiB buffer may stay resident in malloc's arenas.
  */
 final class DirectChunkSource implements ChunkSource {
 

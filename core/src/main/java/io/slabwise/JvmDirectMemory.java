@@ -1,5 +1,6 @@
 package io.slabwise;
 
+import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 
 /**
@@ -18,8 +19,32 @@ final class JvmDirectMemory {
         return Holder.MAX;
     }
 
+    /**
+     * Whether the JVM's direct-memory limit has room for {@code bytes} more, by
+     * the JVM's {@code direct} buffer pool as it stands now (others may take
+     * memory meanwhile). True when that pool cannot be read.
+     */
+    static boolean hasRoomFor(long bytes) {
+        BufferPoolMXBean direct = Holder.DIRECT_POOL;
+        return direct == null || direct.getMemoryUsed() + bytes <= max();
+    }
+
     private static final class Holder {
         static final long MAX = readMax();
+        static final BufferPoolMXBean DIRECT_POOL = findDirectPool();
+    }
+
+    private static BufferPoolMXBean findDirectPool() {
+        try {
+            for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+                if (pool.getName().equals("direct")) {
+                    return pool;
+                }
+            }
+        } catch (RuntimeException | LinkageError e) {
+            return null; // no management: the caller goes ahead and the JVM's own check decides
+        }
+        return null;
     }
 
     private static long readMax() {

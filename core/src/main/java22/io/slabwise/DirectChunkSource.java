@@ -14,7 +14,8 @@ import java.lang.foreign.MemorySegment;
  * warning). Such memory is not counted by {@code -XX:MaxDirectMemorySize}, so
  * a pool without a ceiling of its own takes the JVM's maximum direct memory
  * as its ceiling (see {@link PoolConfig.Settings#maxMemory(long)}). The Java 17
- * version uses direct {@code ByteBuffer}s.
+ * version uses direct {@code ByteBuffer}s. As there, a pool takes its chunks
+ * in groups of 32 MiB past its first few MiB (see {@link RegionGroups}).
  */
 final class DirectChunkSource implements ChunkSource {
 

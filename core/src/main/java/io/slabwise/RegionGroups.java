@@ -1,0 +1,166 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The bookkeeping of region groups: blocks of {@link #GROUP_SIZE} bytes taken
+ * from the chunk source in one piece, out of which regions are carved in
+ * {@link #UNIT}-byte units.
+ *
+ * <p>Why groups: on glibc, {@code malloc} serves a request of at least 32 MiB
+ * with {@code mmap} whatever its dynamic mmap threshold has become (the
+ * threshold never rises past 32 MiB on 64-bit), and {@code free} gives it back
+ * with {@code munmap}. A 4 MiB chunk taken on its own comes from malloc's
+ * arenas once a freed chunk has raised that threshold, and may stay resident
+ * after it is freed. A group leaves the process as soon as its last region is
+ * freed.
+ *
+ * <p>This class only decides where regions go; it takes and gives back no
+ * memory itself ({@link CommittedMemory} does, outside this object's lock). A
+ * region is carved from the fullest group it fits in, so that regions gather
+ * in few groups and the others empty out. A group whose last region is freed
+ * is taken off the list at once, under the lock, so no region is ever carved
+ * from it again; the caller then gives its backing region back. Any thread:
+ * every method holds this object's monitor, and none calls out of the class.
+ */
+final class RegionGroups {
+
+    /** The bytes of a group: the smallest request glibc always maps on 64-bit, whatever its threshold. */
+    static final int GROUP_SIZE = 32 * 1024 * 1024;
+    /** The granule regions are carved in: the smallest chunk size. */
+    static final int UNIT = PoolConfig.MIN_CHUNK_SIZE;
+    /** Units in a group. */
+    static final int UNITS = GROUP_SIZE / UNIT;
+
+    /** One group: its backing region and which of its units are carved. Guarded by the {@link RegionGroups} monitor. */
+    static final class Group {
+        /** The memory of the whole group, as the chunk source gave it. */
+        final NativeRegion backing;
+        private final long[] carved = new long[UNITS / Long.SIZE];
+        private int carvedUnits;
+        /** Set when the last region was freed and the group left the list. */
+        private boolean retired;
+
+        Group(NativeRegion backing) {
+            if (backing.size() != GROUP_SIZE) {
+                throw new IllegalArgumentException("a group is " + GROUP_SIZE + " bytes, not " + backing.size());
+            }
+            this.backing = backing;
+        }
+
+        /** The first unit of a run of {@code units} free units, lowest first; -1 when there is none. */
+        private int findRun(int units) {
+            int run = 0;
+            for (int unit = 0; unit < UNITS; unit++) {
+                if (isCarved(unit)) {
+                    run = 0;
+                } else if (++run == units) {
+                    return unit - units + 1;
+                }
+            }
+            return -1;
+        }
+
+        private boolean isCarved(int unit) {
+            return (carved[unit >>> 6] & (1L << unit)) != 0;
+        }
+
+        private void mark(int first, int units, boolean value) {
+            for (int unit = first; unit < first + units; unit++) {
+                if (isCarved(unit) == value) {
+                    throw new IllegalStateException("unit " + unit + " of a group is already " + (value ? "carved" : "free"));
+                }
+                carved[unit >>> 6] ^= 1L << unit;
+            }
+            carvedUnits += value ? units : -units;
+        }
+    }
+
+    /** Where a region was carved: its group, its first unit and how many units it spans. */
+    record Carving(Group group, int firstUnit, int units) {
+
+        /** The region's offset in its group, in bytes. */
+        long offset() {
+            return (long) firstUnit * UNIT;
+        }
+    }
+
+    /** The groups holding at least one region, in the order they were added. */
+    private final List<Group> groups = new ArrayList<>();
+
+    /** Units a region of {@code size} bytes spans. */
+    static int unitsFor(int size) {
+        if (size <= 0 || size > GROUP_SIZE) {
+            throw new IllegalArgumentException("a grouped region is 1 to " + GROUP_SIZE + " bytes, not " + size);
+        }
+        return (size + UNIT - 1) / UNIT;
+    }
+
+    /** Carves {@code size} bytes from the fullest group they fit in; null when none has room. */
+    synchronized Carving carve(int size) {
+        int units = unitsFor(size);
+        Group best = null;
+        int bestFirst = -1;
+        for (Group group : groups) {
+            if (UNITS - group.carvedUnits < units || (best != null && group.carvedUnits <= best.carvedUnits)) {
+                continue;
+            }
+            int first = group.findRun(units);
+            if (first >= 0) {
+                best = group;
+                bestFirst = first;
+            }
+        }
+        if (best == null) {
+            return null;
+        }
+        best.mark(bestFirst, units, true);
+        return new Carving(best, bestFirst, units);
+    }
+
+    /** Adds a new group, not on the list yet, and carves {@code size} bytes from its start. */
+    synchronized Carving carveFromNew(Group group, int size) {
+        int units = unitsFor(size);
+        if (group.carvedUnits != 0 || group.retired) {
+            throw new IllegalStateException("the group is not new");
+        }
+        groups.add(group);
+        group.mark(0, units, true);
+        return new Carving(group, 0, units);
+    }
+
+    /**
+     * Frees a carved region.
+     *
+     * @return the group when that was its last region: it is off the list, and
+     *         the caller gives its backing region back; otherwise null
+     */
+    synchronized Group free(Carving carving) {
+        Group group = carving.group();
+        if (group.retired) {
+            throw new IllegalStateException("a region was freed twice: its group is already given back");
+        }
+        group.mark(carving.firstUnit(), carving.units(), false);
+        if (group.carvedUnits > 0) {
+            return null;
+        }
+        group.retired = true;
+        groups.remove(group);
+        return group;
+    }
+
+    /** The groups holding at least one region. */
+    synchronized int groupCount() {
+        return groups.size();
+    }
+
+    /** Units carved across all groups. */
+    synchronized long carvedUnits() {
+        long total = 0;
+        for (Group group : groups) {
+            total += group.carvedUnits;
+        }
+        return total;
+    }
+}
