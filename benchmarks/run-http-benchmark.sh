@@ -60,7 +60,7 @@ for round in $(seq 1 "$rounds"); do
     # the exceptions the server logged, but for the connection resets of wrk closing its connections at the end
     grep -E '^(Exception in thread|[a-z]+(\.[A-Za-z0-9_$]+)+(Exception|Error))' "$work/server.log" \
         | grep -v '^java.net.SocketException: Connection reset' | sed "s/^/[$allocator] /" >> "$work/stderr" || true
-    printf '%-6s %-17s %6s %12s %10s %11s MiB %s\n' "$round" "$allocator" "$load" "$rps" "$p99" "$((hwm / 1024))" "$errors"
+    printf '%-6s %-17s %6s %12s %10s %11s MiB %s\n' "$round" "$allocator" "$load" "$rps" "$p99" "$(( (hwm + 512) / 1024 ))" "$errors"
     echo "$allocator $rps $p99 $hwm $load" >> "$work/results"
     port=$((port + 1))
   done
