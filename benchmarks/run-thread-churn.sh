@@ -9,7 +9,7 @@
 #             reported as skipped on older JVMs)
 #   platform: M platform threads, 200 at a time, each leave one live 1 KiB buffer behind and die
 # Java: $JAVA_HOME/bin/java if JAVA_HOME is set, else java on the PATH. Needs the benchmarks jar
-# (mvn -q -B install -DskipTests; add -Pnetty-4.2 for Netty 4.2).
+# (mvn -q -B -pl benchmarks -am package -DskipTests; add -Pnetty-4.2 for Netty 4.2).
 # Usage: benchmarks/run-thread-churn.sh [rounds] [virtual-threads] [platform-threads]
 # Environment: SCENARIOS (default "virtual platform"); ALLOCATORS (default "slabwise pooled adaptive");
 # JAVA_OPTS, added to every JVM's options; JAR, another copy of the benchmarks jar (so that a rebuild
@@ -23,7 +23,7 @@ scenarios=${SCENARIOS:-virtual platform}
 allocators=${ALLOCATORS:-slabwise pooled adaptive}
 if [[ -n "${JAVA_HOME:-}" ]]; then java="$JAVA_HOME/bin/java"; else java=java; fi
 jar=${JAR:-benchmarks/target/benchmarks.jar}
-[[ -f "$jar" ]] || { echo "no $jar: build first (mvn -q -B install -DskipTests)" >&2; exit 1; }
+[[ -f "$jar" ]] || { echo "no $jar: build first (mvn -q -B -pl benchmarks -am package -DskipTests)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 results=$work/results

@@ -12,6 +12,9 @@ import io.slabwise.netty.SlabwiseAllocator;
  * <ul>
  *   <li>{@code slabwise}: {@link SlabwiseAllocator} with its defaults; thread
  *       caches work on every thread.</li>
+ *   <li>{@code slabwise_recycle}: {@link SlabwiseAllocator} with
+ *       {@code recycleBuffers(true)}, otherwise its defaults: released buffer
+ *       objects are reused instead of made anew for every allocation.</li>
  *   <li>{@code pooled}: Netty's {@link PooledByteBufAllocator} preferring direct
  *       buffers, with {@code useCacheForAllThreads=true}: by default Netty gives
  *       thread caches only to its own {@code FastThreadLocalThread}s, so on a
@@ -33,6 +36,13 @@ public enum AllocatorKind {
         @Override
         public ByteBufAllocator create() {
             return SlabwiseAllocator.builder().build();
+        }
+    },
+    /** Slabwise with {@code recycleBuffers(true)}. */
+    slabwise_recycle {
+        @Override
+        public ByteBufAllocator create() {
+            return SlabwiseAllocator.builder().recycleBuffers(true).build();
         }
     },
     /** Netty's pooled allocator with thread caches on all threads. */
