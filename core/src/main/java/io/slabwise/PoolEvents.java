@@ -3,6 +3,7 @@ package io.slabwise;
 import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
+import jdk.jfr.FlightRecorder;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 
@@ -31,7 +32,11 @@ import java.util.Locale;
  * wait, a trim. None is emitted on the allocation fast path. While no
  * recording enables an event its class is not instrumented, {@code begin()},
  * {@code end()} and {@code shouldCommit()} do nothing, and the fields are
- * only filled when {@code shouldCommit()} says so.
+ * only filled when {@code shouldCommit()} says so. Until the JVM's flight
+ * recorder has been initialized (a recording started at launch, through
+ * {@code jcmd} or through the API) no event object is made at all: the first
+ * use of an event class would otherwise initialize the recorder's machinery,
+ * some 100 ms on the thread that happened to commit the pool's first chunk.
  *
  * <p>Decay and reclaiming run often (every second, before every refusal at the
  * ceiling), so their {@code Trim} events are committed only when they gave
@@ -196,7 +201,15 @@ final class PoolEvents {
         long committed;
     }
 
+    /** Whether events can be recorded at all: a flight recorder exists in this JVM. A volatile read. */
+    static boolean recorderPresent() {
+        return FlightRecorder.isInitialized();
+    }
+
     static void chunkCommitted(long size, CommittedMemory.RegionKind kind, long committedAfter) {
+        if (!recorderPresent()) {
+            return;
+        }
         ChunkCommitted event = new ChunkCommitted();
         if (event.shouldCommit()) {
             event.size = size;
@@ -207,6 +220,9 @@ final class PoolEvents {
     }
 
     static void chunkReleased(long size, CommittedMemory.RegionKind kind, long committedAfter) {
+        if (!recorderPresent()) {
+            return;
+        }
         ChunkReleased event = new ChunkReleased();
         if (event.shouldCommit()) {
             event.size = size;
@@ -218,6 +234,9 @@ final class PoolEvents {
 
     static void limitRefused(String category, long requested, MemoryLimitException.Kind kind, long limit, long used,
                              LimitPolicy policy, String reason) {
+        if (!recorderPresent()) {
+            return;
+        }
         LimitRefused event = new LimitRefused();
         if (event.shouldCommit()) {
             event.category = category;
@@ -231,8 +250,11 @@ final class PoolEvents {
         }
     }
 
-    /** A wait event, begun; pass it to {@link #endWait} when the wait is over. */
+    /** A wait event, begun, or null when no recorder exists; pass it to {@link #endWait} when the wait is over. */
     static LimitWait beginWait() {
+        if (!recorderPresent()) {
+            return null;
+        }
         LimitWait event = new LimitWait();
         event.begin();
         return event;
@@ -240,6 +262,9 @@ final class PoolEvents {
 
     static void endWait(LimitWait event, String category, long requested, MemoryLimitException.Kind kind,
                         String outcome) {
+        if (event == null) {
+            return;
+        }
         event.end();
         if (event.shouldCommit()) {
             event.category = category;
@@ -250,8 +275,11 @@ final class PoolEvents {
         }
     }
 
-    /** A trim event, begun; pass it to {@link #endTrim} when the memory is back. */
+    /** A trim event, begun, or null when no recorder exists; pass it to {@link #endTrim} when the memory is back. */
     static Trim beginTrim() {
+        if (!recorderPresent()) {
+            return null;
+        }
         Trim event = new Trim();
         event.begin();
         return event;
@@ -259,6 +287,9 @@ final class PoolEvents {
 
     /** Commits the event if enabled and, unless {@code cause} is an explicit trim, if something was given back. */
     static void endTrim(Trim event, String cause, int regions, long bytes, long committedAfter) {
+        if (event == null) {
+            return;
+        }
         event.end();
         if ((regions > 0 || BY_TRIM.equals(cause)) && event.shouldCommit()) {
             event.cause = cause;
