@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * <pre>
  * java -Xmx2g -XX:MaxDirectMemorySize=8g -cp benchmarks/target/benchmarks.jar \
  *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix,broker]
- *     [--allocators slabwise,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
+ *     [--allocators slabwise,slabwise-dropin,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
  *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--quick]
  * </pre>
  *
@@ -58,6 +58,8 @@ public final class FragmentationSimulator {
     /** The run's context for the charts: date, JDK, Netty, sizes. */
     private final String context;
     private final List<String> table = new ArrayList<>();
+    /** Every run's figures, for the table with one column per allocator. */
+    private final List<Samples> finished = new ArrayList<>();
 
     private FragmentationSimulator(Settings settings, long sampleEvery, Path out, String context) {
         this.settings = settings;
@@ -70,7 +72,7 @@ public final class FragmentationSimulator {
     public static void main(String[] args) throws Exception {
         Map<String, String> options = parse(args);
         if (options.containsKey("help")) {
-            System.out.println("options: --workloads fifo,lru,phase,mix,broker --allocators slabwise,pooled,adaptive"
+            System.out.println("options: --workloads fifo,lru,phase,mix,broker --allocators slabwise,slabwise-dropin,pooled,adaptive"
                     + " --traffic-gib G --cache-mib M --seed S --out DIR --sample-every K --ceiling-fraction F --quick");
             return;
         }
@@ -83,7 +85,7 @@ public final class FragmentationSimulator {
         Path out = Path.of(options.getOrDefault("out", "benchmarks/results"));
         List<String> workloads = List.of(options.getOrDefault("workloads", "fifo,lru,phase,mix,broker").split(","));
         List<AllocatorUnderTest> allocators = new ArrayList<>();
-        for (String a : options.getOrDefault("allocators", "slabwise,pooled,adaptive").split(",")) {
+        for (String a : options.getOrDefault("allocators", "slabwise,slabwise-dropin,pooled,adaptive").split(",")) {
             allocators.add(allocator(a.trim()));
         }
         for (String w : workloads) {
@@ -116,7 +118,7 @@ public final class FragmentationSimulator {
         List<Samples> runs = new ArrayList<>();
         long pooledPeak = 0;
         for (AllocatorUnderTest allocator : allocators) {
-            Samples samples = run(workload, allocator, Long.MAX_VALUE, allocator.name());
+            Samples samples = run(workload, allocator, Long.MAX_VALUE, allocator.label());
             runs.add(samples);
             if (allocator == AllocatorUnderTest.pooled) {
                 pooledPeak = samples.peakCommitted();
@@ -170,25 +172,69 @@ public final class FragmentationSimulator {
         samples.writeCsv(out.resolve(file + ".csv"));
         Files.writeString(out.resolve(file + "-report.txt"), "At the last sample:\n" + samples.endReport()
                 + "\nAt the peak of committed bytes, " + samples.peakReport(), StandardCharsets.UTF_8);
-        System.out.printf(Locale.ROOT, "%-6s %-14s %6.1f s  %5d samples every %d ops  steady %.3f  final %.3f"
-                        + "  peak committed %d MiB%n", workloadName, label, seconds, samples.all().size(), every,
-                samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20);
+        System.out.printf(Locale.ROOT, "%-6s %-15s %6.1f s  %5d samples every %d ops  steady %.3f  final %.3f"
+                        + "  drift %+.3f  peak committed %d MiB%n", workloadName, label, seconds, samples.all().size(),
+                every, samples.steadyOverhead(), samples.finalOverhead(), samples.drift(), samples.peakCommitted() >> 20);
         System.out.print(indent(samples.endReport()));
-        table.add(String.format(Locale.ROOT, "| %-8s | %-14s | %8.3f | %8.3f | %9d | %7.1f | %6d | %6d | %7d |",
-                workloadName, label, samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20,
-                seconds, residentBefore >> 20, samples.peakResident() >> 20, residentAfter >> 20));
+        table.add(String.format(Locale.ROOT, "| %-8s | %-15s | %8.3f | %8.3f | %+7.3f | %8d | %7.1f | %6d | %6d | %7d |",
+                workloadName, label, samples.steadyOverhead(), samples.finalOverhead(), samples.drift(),
+                samples.peakCommitted() >> 20, seconds, residentBefore >> 20, samples.peakResident() >> 20,
+                residentAfter >> 20));
+        finished.add(samples);
         return samples;
     }
 
     private void printTable() {
         System.out.println();
         System.out.println("committed/requested: steady = mean over the second half of the samples, final = last sample"
-                + " (caches full, survivors live); MiB; rss = VmRSS of the whole JVM before / at peak / after"
-                + " release, trim and GC");
-        System.out.println("| workload | allocator      |   steady |    final | peak MiB |    secs | rss0   | rss^   | rss end |");
-        System.out.println("|----------|----------------|---------:|---------:|---------:|--------:|-------:|-------:|--------:|");
+                + " (caches full, survivors live), drift = mean over the last quarter minus mean over the second quarter"
+                + " (> 0: still growing); MiB; rss = VmRSS of the whole JVM before / at peak / after release, trim and GC");
+        System.out.println("| workload | allocator       |   steady |    final |   drift | peak MiB |    secs | rss0   | rss^   | rss end |");
+        System.out.println("|----------|-----------------|---------:|---------:|--------:|---------:|--------:|-------:|-------:|--------:|");
         table.forEach(System.out::println);
+        printColumns();
         System.out.println("\nCSV files, reports and charts in " + out.toAbsolutePath());
+    }
+
+    /**
+     * The same runs with one column per allocator, as {@code steady / final (peak MiB)}:
+     * every allocator of a workload side by side, slabwise-dropin beside the others.
+     */
+    private void printColumns() {
+        List<String> labels = new ArrayList<>();
+        List<String> workloads = new ArrayList<>();
+        for (Samples s : finished) {
+            if (!labels.contains(s.allocator())) {
+                labels.add(s.allocator());
+            }
+            if (!workloads.contains(s.workload())) {
+                workloads.add(s.workload());
+            }
+        }
+        System.out.println();
+        System.out.println("committed/requested, steady / final (peak committed MiB), one column per allocator:");
+        StringBuilder header = new StringBuilder("| workload |");
+        StringBuilder rule = new StringBuilder("|----------|");
+        for (String label : labels) {
+            header.append(String.format(Locale.ROOT, " %-24s |", label));
+            rule.append("--------------------------|");
+        }
+        System.out.println(header);
+        System.out.println(rule);
+        for (String workload : workloads) {
+            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "| %-8s |", workload));
+            for (String label : labels) {
+                String cell = "";
+                for (Samples s : finished) {
+                    if (s.workload().equals(workload) && s.allocator().equals(label)) {
+                        cell = String.format(Locale.ROOT, "%.3f / %.3f (%d)", s.steadyOverhead(), s.finalOverhead(),
+                                s.peakCommitted() >> 20);
+                    }
+                }
+                row.append(String.format(Locale.ROOT, " %-24s |", cell));
+            }
+            System.out.println(row);
+        }
     }
 
     private static Workload workload(String name, Settings settings, AtomicLong live) {
@@ -209,11 +255,7 @@ public final class FragmentationSimulator {
     }
 
     private static AllocatorUnderTest allocator(String name) {
-        try {
-            return AllocatorUnderTest.valueOf(name);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("unknown allocator '" + name + "': use slabwise, pooled or adaptive", e);
-        }
+        return AllocatorUnderTest.of(name);
     }
 
     /** Lets the garbage collector and cleaners free what earlier runs dropped (Netty's adaptive frees via GC). */
