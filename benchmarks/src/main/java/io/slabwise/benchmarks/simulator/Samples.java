@@ -182,6 +182,26 @@ final class Samples {
         return samples.isEmpty() ? Double.NaN : samples.get(samples.size() - 1).overhead();
     }
 
+    /** The mean requested bytes over the second half of the samples. */
+    synchronized double meanRequested() {
+        return mean(Sample::requested);
+    }
+
+    /** The mean committed bytes over the second half of the samples. */
+    synchronized double meanCommitted() {
+        return mean(Sample::committed);
+    }
+
+    private double mean(java.util.function.ToLongFunction<Sample> field) {
+        long sum = 0;
+        int n = 0;
+        for (int i = samples.size() / 2; i < samples.size(); i++) {
+            sum += field.applyAsLong(samples.get(i));
+            n++;
+        }
+        return n == 0 ? Double.NaN : (double) sum / n;
+    }
+
     /** The most committed bytes any sample saw. */
     synchronized long peakCommitted() {
         long peak = 0;
