@@ -28,10 +28,17 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>
  * java -Xmx2g -XX:MaxDirectMemorySize=8g -cp benchmarks/target/benchmarks.jar \
- *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix,broker]
+ *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix,broker,proxy]
  *     [--allocators slabwise,slabwise-dropin,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
- *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--quick]
+ *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--proxy-steps N] [--quick]
  * </pre>
+ *
+ * {@code slabwise-dropin} is Slabwise with every buffer from the general
+ * pool's {@code directBuffer} (the drop-in case), beside {@code slabwise} on
+ * its dedicated strategies. {@code proxy} stands for the small-footprint
+ * workloads {@code proxy-128} to {@code proxy-1024} (see {@link ProxyWorkload}),
+ * which get a table of their own: live and committed bytes, and what each
+ * allocator still holds once the threads have ended.
  *
  * The workloads are described in {@code benchmarks/SIMULATOR.md}. With
  * {@code --ceiling-fraction F}, each workload runs once more on Slabwise with
