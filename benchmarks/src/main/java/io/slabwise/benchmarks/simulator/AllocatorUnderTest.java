@@ -36,6 +36,12 @@ import io.slabwise.netty.SlabwiseAllocator;
  *   <li>{@code adaptive}: Netty's {@code new AdaptiveByteBufAllocator(true, true)}
  *       (direct, magazines cached on {@code FastThreadLocalThread}s as on event
  *       loops). Committed bytes are {@code metric().usedDirectMemory()}.</li>
+ *   <li>{@code adaptive-shared}: Netty's {@code new AdaptiveByteBufAllocator(true, false)}:
+ *       magazines cached only on event-loop threads, so the workload threads
+ *       (not event loops) share its striped magazines, as with Netty's default
+ *       {@code new AdaptiveByteBufAllocator()} on plain threads. It holds less
+ *       than {@code adaptive} when several threads each hold little (the
+ *       {@code proxy} workloads). Committed bytes as for {@code adaptive}.</li>
  * </ul>
  */
 enum AllocatorUnderTest {
@@ -46,7 +52,9 @@ enum AllocatorUnderTest {
     /** Netty's pooled allocator. */
     pooled("pooled"),
     /** Netty's adaptive allocator. */
-    adaptive("adaptive");
+    adaptive("adaptive"),
+    /** Netty's adaptive allocator with magazines shared by threads that are not event loops. */
+    adaptiveShared("adaptive-shared");
 
     private final String label;
 
@@ -67,7 +75,7 @@ enum AllocatorUnderTest {
             }
         }
         throw new IllegalArgumentException("unknown allocator '" + label
-                + "': use slabwise, slabwise-dropin, pooled or adaptive");
+                + "': use slabwise, slabwise-dropin, pooled, adaptive or adaptive-shared");
     }
 
     /** A new source of this kind with no ceiling. */
@@ -90,8 +98,10 @@ enum AllocatorUnderTest {
                 return new DropInSource();
             case pooled:
                 return new NettySource(new PooledByteBufAllocator(true));
-            default:
+            case adaptive:
                 return new NettySource(new AdaptiveByteBufAllocator(true, true));
+            default:
+                return new NettySource(new AdaptiveByteBufAllocator(true, false));
         }
     }
 

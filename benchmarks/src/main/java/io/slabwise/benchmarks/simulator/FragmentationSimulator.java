@@ -86,6 +86,7 @@ public final class FragmentationSimulator {
         if (options.containsKey("help")) {
             System.out.println("options: --workloads fifo,lru,phase,mix,broker,proxy (proxy: proxy-128,proxy-256,proxy-512,"
                     + "proxy-1024; proxy-N: N live buffers per thread) --allocators slabwise,slabwise-dropin,pooled,adaptive"
+                    + " (also adaptive-shared; by default the proxy runs add it)"
                     + " --traffic-gib G --cache-mib M --seed S --out DIR --sample-every K --ceiling-fraction F"
                     + " --proxy-steps N --quick");
             return;
@@ -112,6 +113,7 @@ public final class FragmentationSimulator {
         for (String a : options.getOrDefault("allocators", "slabwise,slabwise-dropin,pooled,adaptive").split(",")) {
             allocators.add(allocator(a.trim()));
         }
+        boolean defaultAllocators = !options.containsKey("allocators");
         for (String w : workloads) {
             workload(w, new Settings(1, 1, 1, 1), new AtomicLong()); // fail on a typo before any run
         }
@@ -131,7 +133,13 @@ public final class FragmentationSimulator {
                         : "");
         FragmentationSimulator simulator = new FragmentationSimulator(settings, sampleEvery, out, context);
         for (String workload : workloads) {
-            simulator.compare(workload, allocators, ceilingFraction);
+            List<AllocatorUnderTest> these = allocators;
+            if (workload.startsWith(PROXY) && defaultAllocators) {
+                // small footprints depend on whether threads share the adaptive allocator's magazines: show both
+                these = new ArrayList<>(allocators);
+                these.add(AllocatorUnderTest.adaptiveShared);
+            }
+            simulator.compare(workload, these, ceilingFraction);
         }
         simulator.printTable();
     }
