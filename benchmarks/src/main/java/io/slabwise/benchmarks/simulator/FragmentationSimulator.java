@@ -168,7 +168,11 @@ public final class FragmentationSimulator {
             System.out.printf(Locale.ROOT, "  ceiling %d MiB (%.0f%% of pooled's peak %d MiB): peak committed %d MiB%n",
                     ceiling >> 20, ceilingFraction * 100, pooledPeak >> 20, capped.peakCommitted() >> 20);
         }
-        SvgChart.write(out.resolve(workload + ".svg"), workload, context, TARGETS.getOrDefault(workload, Double.NaN),
+        String chartContext = !workload.startsWith(PROXY) ? context
+                : String.format(Locale.ROOT, "%s, %d threads, %d steps per thread, seed %d",
+                        context.substring(0, context.indexOf(", cache ")), ProxyWorkload.THREADS, settings.proxySteps(),
+                        settings.seed());
+        SvgChart.write(out.resolve(workload + ".svg"), workload, chartContext, TARGETS.getOrDefault(workload, Double.NaN),
                 runs);
     }
 
