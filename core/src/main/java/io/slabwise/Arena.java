@@ -78,6 +78,8 @@ final class Arena {
     private volatile Chunk[] chunksById = new Chunk[16];
     private final List<Chunk> chunks = new ArrayList<>();
     private int idleChunks;
+    /** Chunks this arena holds, idle ones included; written under the lock, read by any thread. */
+    volatile int heldChunks;
     private final Subpage[] subpageHeads;
     final RemoteFreeQueue remoteFrees;
     /** Where a drain of {@link #remoteFrees} puts each entry: the queue sees a consumer, not the arena. */
@@ -396,6 +398,7 @@ final class Arena {
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         chunks.add(chunk);
+        heldChunks = chunks.size();
         chunksAllocated++;
         grew = true;
         return chunk;
@@ -403,6 +406,7 @@ final class Arena {
 
     private void releaseChunk(Chunk chunk) {
         chunks.remove(chunk);
+        heldChunks = chunks.size();
         chunksById[chunk.id] = null;
         idleChunks--;
         chunksReleased++;
