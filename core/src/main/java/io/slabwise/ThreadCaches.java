@@ -13,11 +13,18 @@ import java.util.function.LongSupplier;
  * the reading of every thread's counters into one snapshot.
  *
  * <pre>
- *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena
+ *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena in use
  *  virtual thread  ──thread id % arenas──▶ shared cache of that arena (its stacks under a try-lock)
  *
  *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
  * </pre>
+ *
+ * <h2>Arenas in use</h2>
+ * While the arenas hold less than {@link PoolConfig#arenaSpreadBytes()} of
+ * chunks, every platform thread binds to the first arena; one more arena comes
+ * into use per such amount, and a thread of a crowded arena moves to the new
+ * one at its next new chunk or cache sweep ({@link #moveTarget}). A pool that
+ * stays small thus commits one arena's chunks, not a chunk or more per arena.
  *
  * <h2>Locks</h2>
  * No allocation or release takes a lock here once its thread has a cache.
