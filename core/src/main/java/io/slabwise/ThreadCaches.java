@@ -13,11 +13,18 @@ import java.util.function.LongSupplier;
  * the reading of every thread's counters into one snapshot.
  *
  * <pre>
- *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena
+ *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena in use
  *  virtual thread  ──thread id % arenas──▶ shared cache of that arena (its stacks under a try-lock)
  *
  *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
  * </pre>
+ *
+ * <h2>Arenas in use</h2>
+ * While the arenas hold less than {@link PoolConfig#arenaSpreadBytes()} of
+ * chunks, every platform thread binds to the first arena; one more arena comes
+ * into use per such amount, and a thread of a crowded arena moves to the new
+ * one at its next new chunk or cache sweep ({@link #moveTarget}). A pool that
+ * stays small thus commits one arena's chunks, not a chunk or more per arena.
  *
  * <h2>Locks</h2>
  * No allocation or release takes a lock here once its thread has a cache.
@@ -42,6 +49,12 @@ final class ThreadCaches {
     private static final int RECLAIM_EVERY = 64;
 
     private final Object registryLock = new Object();
+    /**
+     * How many arenas, the first ones, take threads: one while the arenas hold
+     * fewer than {@link PoolConfig#arenaSpreadBytes()} of chunks, one more per
+     * such amount, never fewer than before. Written under {@link #registryLock}.
+     */
+    private volatile int arenasInUse;
     /** Threads bound since a new thread last reclaimed dead caches; guarded by {@link #registryLock}. */
     private int bindsSinceReclaim;
     private final ReentrantLock foldLock = new ReentrantLock();
@@ -62,6 +75,7 @@ final class ThreadCaches {
                     config.maxCachedEntriesPerClass());
         }
         this.live = shared.clone();
+        this.arenasInUse = config.arenaSpreadBytes() == 0 ? arenas.length : 1;
     }
 
     /** The calling thread's cache, made and bound to an arena on its first use. */
@@ -102,12 +116,7 @@ final class ThreadCaches {
             if (reclaim) {
                 bindsSinceReclaim = 0;
             }
-            Arena arena = arenas[0];
-            for (Arena candidate : arenas) {
-                if (candidate.boundThreads.get() < arena.boundThreads.get()) {
-                    arena = candidate;
-                }
-            }
+            Arena arena = leastBoundInUse();
             arena.boundThreads.incrementAndGet();
             cache = new ThreadCache(this, limit, arena, thread, config.maxCachedSize(),
                     config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
@@ -120,6 +129,52 @@ final class ThreadCaches {
             tryReclaimDead();
         }
         return cache;
+    }
+
+    /** The arena in use with the fewest bound threads, the first of them on a tie; under {@link #registryLock}. */
+    private Arena leastBoundInUse() {
+        int inUse = arenasInUse;
+        if (inUse < arenas.length) {
+            long held = 0;
+            for (Arena arena : arenas) {
+                held += arena.heldChunks;
+            }
+            long spread = config.arenaSpreadBytes();
+            long wanted = 1 + held * config.chunkSize() / spread;
+            if (wanted > inUse) {
+                inUse = (int) Math.min(arenas.length, wanted);
+                arenasInUse = inUse;
+            }
+        }
+        Arena least = arenas[0];
+        for (int i = 1; i < inUse; i++) {
+            if (arenas[i].boundThreads.get() < least.boundThreads.get()) {
+                least = arenas[i];
+            }
+        }
+        return least;
+    }
+
+    /**
+     * The arena a platform thread bound to {@code from} should move to, with
+     * the binding counts already moved; null when it should stay. A thread
+     * moves when an arena in use has at least two threads fewer than its own
+     * (another arena came into use as the pool grew, or threads died).
+     * The caller, the cache's owner, gives its cache back to {@code from}.
+     */
+    Arena moveTarget(Arena from) {
+        if (arenas.length == 1) {
+            return null;
+        }
+        synchronized (registryLock) {
+            Arena least = leastBoundInUse();
+            if (least.boundThreads.get() + 1 < from.boundThreads.get()) {
+                from.boundThreads.decrementAndGet();
+                least.boundThreads.incrementAndGet();
+                return least;
+            }
+            return null;
+        }
     }
 
     /** Asks every live thread to flush its cache at its next operation; the shared caches flush now, if free. */

@@ -43,7 +43,7 @@ class BlockPoolTest {
     private static final int SMALL_SUB = SMALL_BLOCK / 16;
     private static final int SMALL_MINI = SMALL_SUB / 32;
 
-    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).build());
+    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).arenaSpreadBytes(0).build());
     private final BlockPool blocks = pool.blocks("block_cache");
     private final BlockPool small = pool.blocks("small_blocks", SMALL_BLOCK, 2);
 

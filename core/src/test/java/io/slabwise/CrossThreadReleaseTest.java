@@ -84,7 +84,7 @@ class CrossThreadReleaseTest {
      */
     @Test
     void allocationsHandedToOtherThreadsAreVerifiedAndReleased() throws Exception {
-        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(4).remoteFreeQueueCapacity(64).build());
+        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(4).arenaSpreadBytes(0).remoteFreeQueueCapacity(64).build());
         int threads = 4;
         int perThread = 10_000;
         List<BlockingQueue<Handed>> inboxes = new ArrayList<>();
@@ -174,7 +174,7 @@ class CrossThreadReleaseTest {
      */
     @Test
     void trimAndStatsWhileOtherThreadsAllocate() throws Exception {
-        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(2).build());
+        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(2).arenaSpreadBytes(0).build());
         int workers = 3;
         CountDownLatch done = new CountDownLatch(workers);
         CyclicBarrier start = new CyclicBarrier(workers + 1);
@@ -237,7 +237,7 @@ class CrossThreadReleaseTest {
      */
     @Test
     void deadThreadCachesAreReclaimedOnceWhileReclaimersRace() throws Exception {
-        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(2).build());
+        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(2).arenaSpreadBytes(0).build());
         Queue<Handed> handedOver = new ConcurrentLinkedQueue<>();
         CountDownLatch batchesDone = new CountDownLatch(1);
         List<Runnable> tasks = new ArrayList<>();

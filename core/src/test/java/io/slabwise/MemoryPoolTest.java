@@ -162,7 +162,7 @@ class MemoryPoolTest {
      */
     @Test
     void liveAllocationsNeverOverlap() {
-        MemoryPool pool = new MemoryPool(config().arenas(2).build());
+        MemoryPool pool = new MemoryPool(config().arenas(2).arenaSpreadBytes(0).build());
         Random random = new Random(11);
         List<Allocation> live = new ArrayList<>();
         Map<Allocation, Long> ids = new IdentityHashMap<>();
@@ -219,7 +219,7 @@ class MemoryPoolTest {
      */
     @Test
     void accountingIsExactThroughARandomWorkload() {
-        MemoryPool pool = new MemoryPool(config().arenas(2).build());
+        MemoryPool pool = new MemoryPool(config().arenas(2).arenaSpreadBytes(0).build());
         Category[] categories = {pool.defaultCategory(), pool.category("log_cache"), pool.category("block_cache")};
         Random random = new Random(2024);
         List<Allocation> live = new ArrayList<>();
@@ -568,7 +568,7 @@ class MemoryPoolTest {
     /** A resize by a thread other than the allocating one is counted against the allocating thread's figures. */
     @Test
     void resizeOnAnotherThreadIsCounted() throws Exception {
-        MemoryPool pool = new MemoryPool(config().arenas(2).build());
+        MemoryPool pool = new MemoryPool(config().arenas(2).arenaSpreadBytes(0).build());
         Allocation a = new Allocation();
         pool.allocate(1000, a); // class 1024
         ConcurrentTasks.runConcurrently(List.of(() -> {

@@ -37,6 +37,8 @@ class PoolConfigTest {
             "slabwise.idleChunkDecayMillis, -1",
             "slabwise.chunkSize, 1000",
             "slabwise.arenas, 0",
+            "slabwise.arenaSpreadBytes, -1",
+            "slabwise.arenaSpreadBytes, 1MiB",
     })
     void aBadSystemPropertyFailsTheBuildNamingTheSetting(String property, String value) {
         IllegalArgumentException e = withProperty(property, value,

@@ -30,7 +30,7 @@ class PoolLifecycleTest {
     private static final int CHUNK = 1 << 20;
 
     private static PoolConfig.Builder config() {
-        return PoolConfig.builder().chunkSize(CHUNK).arenas(2).chunkSource(ChunkSource.direct());
+        return PoolConfig.builder().chunkSize(CHUNK).arenas(2).arenaSpreadBytes(0).chunkSource(ChunkSource.direct());
     }
 
     @Test

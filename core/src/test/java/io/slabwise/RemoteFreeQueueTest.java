@@ -26,7 +26,7 @@ class RemoteFreeQueueTest {
     private static final int TWO_PAGES = 2 * PoolConfig.PAGE_SIZE;
 
     private static MemoryPool newPool() {
-        return new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).maxCachedSize(0)
+        return new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).arenaSpreadBytes(0).maxCachedSize(0)
                 .chunkSource(ChunkSource.direct()).build());
     }
 
@@ -348,7 +348,7 @@ class RemoteFreeQueueTest {
      */
     @Test
     void remoteFreesThroughThePoolArriveExactlyOnce() throws Exception {
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).maxCachedSize(0)
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).arenaSpreadBytes(0).maxCachedSize(0)
                 .remoteFreeQueueCapacity(64).chunkSource(ChunkSource.direct()).build());
         List<Allocation> all = new ArrayList<>();
         for (int i = 0; i < 20_000; i++) {

@@ -30,7 +30,7 @@ class SequentialAllocatorTest {
     private static final int MAX_SLICE = CHUNK / 4;
     private static final int MAX_TAIL_WASTE = CHUNK / 256;
 
-    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).build());
+    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).arenaSpreadBytes(0).build());
     private final SequentialAllocator log = pool.sequential("log_cache", 2, 2 * CHUNK);
 
     private Allocation slice(int size) {

@@ -27,7 +27,7 @@ class SnapshotConsistencyTest {
      */
     @Test
     void everySnapshotIsConsistentUnderCrossThreadLoad() throws Exception {
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).build());
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).arenaSpreadBytes(0).build());
         Category[] categories = {pool.defaultCategory(), pool.category("log_cache"), pool.category("replication")};
         int threads = 4;
         List<BlockingQueue<Allocation>> handoff = new ArrayList<>();

@@ -30,7 +30,7 @@ class SnapshotNeverBlocksTest {
      */
     @Test
     void allocationAndReleaseProceedWhileASnapshotIsStuckHalfway() throws Exception {
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).build());
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(2).arenaSpreadBytes(0).build());
         CountDownLatch readerInside = new CountDownLatch(1);
         CountDownLatch workersDone = new CountDownLatch(1);
         AtomicReference<ThreadCaches.Snapshot> stuck = new AtomicReference<>();

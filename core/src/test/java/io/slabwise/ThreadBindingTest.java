@@ -36,7 +36,7 @@ class ThreadBindingTest {
     void threadsStartingTogetherSpreadOverTheArenas() throws Exception {
         int arenas = 4;
         for (int trial = 0; trial < 50; trial++) {
-            MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(arenas).chunkSize(64 * 1024).build());
+            MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(arenas).arenaSpreadBytes(0).chunkSize(64 * 1024).build());
             CyclicBarrier start = new CyclicBarrier(arenas);
             CyclicBarrier allocated = new CyclicBarrier(arenas + 1);
             CyclicBarrier done = new CyclicBarrier(arenas + 1);
@@ -134,7 +134,7 @@ class ThreadBindingTest {
     @Test
     void virtualThreadsGetNoCacheOfTheirOwnAndAreCountedExactly() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).build());
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).arenaSpreadBytes(0).build());
         int tasks = 5_000;
         List<Allocation> handedOver = java.util.Collections.synchronizedList(new ArrayList<>());
         ExecutorService virtual = newVirtualThreadPerTaskExecutor();

@@ -25,7 +25,7 @@ class ThreadCacheTest {
     private static final int CHUNK = MemoryPoolTest.CHUNK;
 
     private static MemoryPool newPool(int arenas) {
-        return new MemoryPool(MemoryPoolTest.config().arenas(arenas).build());
+        return new MemoryPool(MemoryPoolTest.config().arenas(arenas).arenaSpreadBytes(0).build());
     }
 
     /** Allocates and frees a spread of small sizes and one run, so that the thread's cache ends up holding memory. */
@@ -430,7 +430,7 @@ class ThreadCacheTest {
     @Test
     void aLiveThreadFlushesItsCacheAtItsNextOperationAfterATrim() throws Exception {
         // a 4 MiB chunk, so that a 2 MiB request is a pooled run (it goes through the cache) but too large to cache
-        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().chunkSize(4 << 20).arenas(2).build());
+        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().chunkSize(4 << 20).arenas(2).arenaSpreadBytes(0).build());
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch filled = new CountDownLatch(1);
         CountDownLatch trimmed = new CountDownLatch(1);

@@ -25,21 +25,58 @@ import io.slabwise.netty.SlabwiseAllocator;
  *       counters, the same figures as {@code stats().committedBytes()} and
  *       {@code stats().reservedBytes()} without taking a full snapshot at
  *       every sample.</li>
+ *   <li>{@code slabwise-dropin}: Slabwise as a user who only sets
+ *       {@code ChannelOption.ALLOCATOR} gets it: every buffer of every
+ *       workload, cache entries included, from
+ *       {@code SlabwiseAllocator.directBuffer} (the general pool), default
+ *       settings. Committed and reserved bytes as for {@code slabwise}.</li>
  *   <li>{@code pooled}: Netty's {@code new PooledByteBufAllocator(true)}
  *       (direct, default arenas and caches). Committed bytes are
  *       {@code metric().usedDirectMemory()}; reserved bytes are not exposed.</li>
  *   <li>{@code adaptive}: Netty's {@code new AdaptiveByteBufAllocator(true, true)}
  *       (direct, magazines cached on {@code FastThreadLocalThread}s as on event
  *       loops). Committed bytes are {@code metric().usedDirectMemory()}.</li>
+ *   <li>{@code adaptive-shared}: Netty's {@code new AdaptiveByteBufAllocator(true, false)}:
+ *       magazines cached only on event-loop threads, so the workload threads
+ *       (not event loops) share its striped magazines, as with Netty's default
+ *       {@code new AdaptiveByteBufAllocator()} on plain threads. It holds less
+ *       than {@code adaptive} when several threads each hold little (the
+ *       {@code proxy} workloads). Committed bytes as for {@code adaptive}.</li>
  * </ul>
  */
 enum AllocatorUnderTest {
     /** Slabwise, each workload on its dedicated strategy. */
-    slabwise,
+    slabwise("slabwise"),
+    /** Slabwise as a drop-in replacement: every buffer from the general pool's {@code directBuffer}. */
+    dropin("slabwise-dropin"),
     /** Netty's pooled allocator. */
-    pooled,
+    pooled("pooled"),
     /** Netty's adaptive allocator. */
-    adaptive;
+    adaptive("adaptive"),
+    /** Netty's adaptive allocator with magazines shared by threads that are not event loops. */
+    adaptiveShared("adaptive-shared");
+
+    private final String label;
+
+    AllocatorUnderTest(String label) {
+        this.label = label;
+    }
+
+    /** The name on the command line, in the table, the charts and the file names. */
+    String label() {
+        return label;
+    }
+
+    /** The allocator of this label; throws IllegalArgumentException naming the choices if there is none. */
+    static AllocatorUnderTest of(String label) {
+        for (AllocatorUnderTest a : values()) {
+            if (a.label.equals(label)) {
+                return a;
+            }
+        }
+        throw new IllegalArgumentException("unknown allocator '" + label
+                + "': use slabwise, slabwise-dropin, pooled, adaptive or adaptive-shared");
+    }
 
     /** A new source of this kind with no ceiling. */
     BufferSource create() {
@@ -54,10 +91,17 @@ enum AllocatorUnderTest {
         switch (this) {
             case slabwise:
                 return new SlabwiseSource(maxMemory);
+            case dropin:
+                if (maxMemory != Long.MAX_VALUE) {
+                    throw new IllegalArgumentException("the drop-in mode runs without a ceiling");
+                }
+                return new DropInSource();
             case pooled:
                 return new NettySource(new PooledByteBufAllocator(true));
-            default:
+            case adaptive:
                 return new NettySource(new AdaptiveByteBufAllocator(true, true));
+            default:
+                return new NettySource(new AdaptiveByteBufAllocator(true, false));
         }
     }
 
@@ -120,6 +164,51 @@ enum AllocatorUnderTest {
         @Override
         public String report() {
             return allocator.stats().report() + "  " + log.stats() + "\n  " + blocks.stats() + "\n";
+        }
+    }
+
+    /**
+     * Slabwise as a drop-in replacement for Netty's allocator: every kind of
+     * buffer from {@code directBuffer}, the general pool, as when the only
+     * change is {@code ChannelOption.ALLOCATOR}.
+     */
+    private static final class DropInSource implements BufferSource {
+        private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().build();
+
+        @Override
+        public ByteBuf logBuffer(int size) {
+            return allocator.directBuffer(size);
+        }
+
+        @Override
+        public ByteBuf blockBuffer(int size) {
+            return allocator.directBuffer(size);
+        }
+
+        @Override
+        public ByteBuf generalBuffer(int size) {
+            return allocator.directBuffer(size);
+        }
+
+        @Override
+        public long committedBytes() {
+            return allocator.pool().committedBytes();
+        }
+
+        @Override
+        public long reservedBytes() {
+            return allocator.pool().reservedBytes();
+        }
+
+        @Override
+        public boolean trim() {
+            allocator.trim();
+            return true;
+        }
+
+        @Override
+        public String report() {
+            return allocator.stats().report();
         }
     }
 

@@ -28,10 +28,17 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>
  * java -Xmx2g -XX:MaxDirectMemorySize=8g -cp benchmarks/target/benchmarks.jar \
- *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix,broker]
- *     [--allocators slabwise,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
- *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--quick]
+ *     io.slabwise.benchmarks.simulator.FragmentationSimulator [--workloads fifo,lru,phase,mix,broker,proxy]
+ *     [--allocators slabwise,slabwise-dropin,pooled,adaptive] [--traffic-gib 4] [--cache-mib 256] [--seed 1]
+ *     [--out benchmarks/results] [--sample-every K] [--ceiling-fraction F] [--proxy-steps N] [--quick]
  * </pre>
+ *
+ * {@code slabwise-dropin} is Slabwise with every buffer from the general
+ * pool's {@code directBuffer} (the drop-in case), beside {@code slabwise} on
+ * its dedicated strategies. {@code proxy} stands for the small-footprint
+ * workloads {@code proxy-128} to {@code proxy-1024} (see {@link ProxyWorkload}),
+ * which get a table of their own: live and committed bytes, and what each
+ * allocator still holds once the threads have ended.
  *
  * The workloads are described in {@code benchmarks/SIMULATOR.md}. With
  * {@code --ceiling-fraction F}, each workload runs once more on Slabwise with
@@ -41,9 +48,12 @@ import java.util.concurrent.atomic.AtomicReference;
 public final class FragmentationSimulator {
 
     private static final Set<String> OPTIONS = Set.of("workloads", "allocators", "traffic-gib", "cache-mib", "seed",
-            "out", "sample-every", "ceiling-fraction", "quick", "help");
+            "out", "sample-every", "ceiling-fraction", "proxy-steps", "quick", "help");
     private static final Set<String> FLAGS = Set.of("quick", "help");
     private static final int SAMPLES_PER_RUN = 1000;
+    /** What {@code proxy} in the workload list stands for: the proxy at these numbers of live buffers per thread. */
+    private static final int[] PROXY_LIVE_BUFFERS = {128, 256, 512, 1024};
+    private static final String PROXY = "proxy";
     /**
      * The committed/requested each workload that has a target should stay at
      * or under, at steady state with the default sizes (see docs/RESULTS.md);
@@ -58,6 +68,10 @@ public final class FragmentationSimulator {
     /** The run's context for the charts: date, JDK, Netty, sizes. */
     private final String context;
     private final List<String> table = new ArrayList<>();
+    /** Every run's figures, for the table with one column per allocator. */
+    private final List<Samples> finished = new ArrayList<>();
+    /** The proxy workloads' rows: live and committed bytes, and what is still committed once the threads have ended. */
+    private final List<String> proxyTable = new ArrayList<>();
 
     private FragmentationSimulator(Settings settings, long sampleEvery, Path out, String context) {
         this.settings = settings;
@@ -70,8 +84,11 @@ public final class FragmentationSimulator {
     public static void main(String[] args) throws Exception {
         Map<String, String> options = parse(args);
         if (options.containsKey("help")) {
-            System.out.println("options: --workloads fifo,lru,phase,mix,broker --allocators slabwise,pooled,adaptive"
-                    + " --traffic-gib G --cache-mib M --seed S --out DIR --sample-every K --ceiling-fraction F --quick");
+            System.out.println("options: --workloads fifo,lru,phase,mix,broker,proxy (proxy: proxy-128,proxy-256,proxy-512,"
+                    + "proxy-1024; proxy-N: N live buffers per thread) --allocators slabwise,slabwise-dropin,pooled,adaptive"
+                    + " (also adaptive-shared; by default the proxy runs add it)"
+                    + " --traffic-gib G --cache-mib M --seed S --out DIR --sample-every K --ceiling-fraction F"
+                    + " --proxy-steps N --quick");
             return;
         }
         boolean quick = options.containsKey("quick");
@@ -81,19 +98,30 @@ public final class FragmentationSimulator {
         long sampleEvery = Long.parseLong(options.getOrDefault("sample-every", "0"));
         double ceilingFraction = Double.parseDouble(options.getOrDefault("ceiling-fraction", "0"));
         Path out = Path.of(options.getOrDefault("out", "benchmarks/results"));
-        List<String> workloads = List.of(options.getOrDefault("workloads", "fifo,lru,phase,mix,broker").split(","));
+        long proxySteps = Long.parseLong(options.getOrDefault("proxy-steps", quick ? "20000" : "1000000"));
+        List<String> workloads = new ArrayList<>();
+        for (String w : options.getOrDefault("workloads", "fifo,lru,phase,mix,broker,proxy").split(",")) {
+            if (w.trim().equals(PROXY)) {
+                for (int n : PROXY_LIVE_BUFFERS) {
+                    workloads.add(PROXY + "-" + n);
+                }
+            } else {
+                workloads.add(w.trim());
+            }
+        }
         List<AllocatorUnderTest> allocators = new ArrayList<>();
-        for (String a : options.getOrDefault("allocators", "slabwise,pooled,adaptive").split(",")) {
+        for (String a : options.getOrDefault("allocators", "slabwise,slabwise-dropin,pooled,adaptive").split(",")) {
             allocators.add(allocator(a.trim()));
         }
+        boolean defaultAllocators = !options.containsKey("allocators");
         for (String w : workloads) {
-            workload(w, new Settings(1, 1, 1), new AtomicLong()); // fail on a typo before any run
+            workload(w, new Settings(1, 1, 1, 1), new AtomicLong()); // fail on a typo before any run
         }
         Files.createDirectories(out);
 
-        Settings settings = new Settings((long) (trafficGib * (1L << 30)), cacheMib << 20, seed);
-        System.out.printf(Locale.ROOT, "traffic %.2f GiB per cache workload, caches bounded at %d MiB, seed %d%n",
-                trafficGib, cacheMib, seed);
+        Settings settings = new Settings((long) (trafficGib * (1L << 30)), cacheMib << 20, seed, proxySteps);
+        System.out.printf(Locale.ROOT, "traffic %.2f GiB per cache workload, caches bounded at %d MiB, seed %d, "
+                + "%d steps per proxy thread%n", trafficGib, cacheMib, seed, proxySteps);
         System.out.printf(Locale.ROOT, "Java %s, Netty %s%s, -Xmx %d MiB, direct memory limit %d MiB, "
                         + "MALLOC_MMAP_THRESHOLD_=%s%n%n", System.getProperty("java.version"), nettyVersion(),
                 nettyBufferJar(), Runtime.getRuntime().maxMemory() >> 20, maxDirectMemory() >> 20,
@@ -105,7 +133,13 @@ public final class FragmentationSimulator {
                         : "");
         FragmentationSimulator simulator = new FragmentationSimulator(settings, sampleEvery, out, context);
         for (String workload : workloads) {
-            simulator.compare(workload, allocators, ceilingFraction);
+            List<AllocatorUnderTest> these = allocators;
+            if (workload.startsWith(PROXY) && defaultAllocators) {
+                // small footprints depend on whether threads share the adaptive allocator's magazines: show both
+                these = new ArrayList<>(allocators);
+                these.add(AllocatorUnderTest.adaptiveShared);
+            }
+            simulator.compare(workload, these, ceilingFraction);
         }
         simulator.printTable();
     }
@@ -116,7 +150,11 @@ public final class FragmentationSimulator {
         List<Samples> runs = new ArrayList<>();
         long pooledPeak = 0;
         for (AllocatorUnderTest allocator : allocators) {
-            Samples samples = run(workload, allocator, Long.MAX_VALUE, allocator.name());
+            if (workload.startsWith(PROXY) && allocator == AllocatorUnderTest.slabwise
+                    && allocators.contains(AllocatorUnderTest.dropin)) {
+                continue; // every proxy buffer is a general one: slabwise would repeat slabwise-dropin's run
+            }
+            Samples samples = run(workload, allocator, Long.MAX_VALUE, allocator.label());
             runs.add(samples);
             if (allocator == AllocatorUnderTest.pooled) {
                 pooledPeak = samples.peakCommitted();
@@ -130,7 +168,11 @@ public final class FragmentationSimulator {
             System.out.printf(Locale.ROOT, "  ceiling %d MiB (%.0f%% of pooled's peak %d MiB): peak committed %d MiB%n",
                     ceiling >> 20, ceilingFraction * 100, pooledPeak >> 20, capped.peakCommitted() >> 20);
         }
-        SvgChart.write(out.resolve(workload + ".svg"), workload, context, TARGETS.getOrDefault(workload, Double.NaN),
+        String chartContext = !workload.startsWith(PROXY) ? context
+                : String.format(Locale.ROOT, "%s, %d threads, %d steps per thread, seed %d",
+                        context.substring(0, context.indexOf(", cache ")), ProxyWorkload.THREADS, settings.proxySteps(),
+                        settings.seed());
+        SvgChart.write(out.resolve(workload + ".svg"), workload, chartContext, TARGETS.getOrDefault(workload, Double.NaN),
                 runs);
     }
 
@@ -162,33 +204,100 @@ public final class FragmentationSimulator {
         if (live.get() != 0) {
             throw new IllegalStateException(workloadName + " on " + label + " ended holding " + live.get() + " bytes");
         }
+        long committedEnded = source.committedBytes(); // before anything else asks the allocator
+        String reportEnded = source.report(); // Slabwise: stats(), which reclaims dead threads' caches
+        long committedReported = source.committedBytes();
         source.trim();
+        long committedTrimmed = source.committedBytes();
         settleMemory();
         long residentAfter = Resident.bytes();
 
         String file = workloadName + "-" + label.replace('%', 'p').replace('@', '-');
         samples.writeCsv(out.resolve(file + ".csv"));
         Files.writeString(out.resolve(file + "-report.txt"), "At the last sample:\n" + samples.endReport()
-                + "\nAt the peak of committed bytes, " + samples.peakReport(), StandardCharsets.UTF_8);
-        System.out.printf(Locale.ROOT, "%-6s %-14s %6.1f s  %5d samples every %d ops  steady %.3f  final %.3f"
-                        + "  peak committed %d MiB%n", workloadName, label, seconds, samples.all().size(), every,
-                samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20);
+                + "\nAt the peak of committed bytes, " + samples.peakReport()
+                + "\nAfter the workload released everything and its threads ended, before trim():\n" + reportEnded,
+                StandardCharsets.UTF_8);
+        System.out.printf(Locale.ROOT, "%-10s %-15s %6.1f s  %5d samples every %d ops  steady %.3f  final %.3f"
+                        + "  drift %+.3f  peak committed %d MiB%n", workloadName, label, seconds, samples.all().size(),
+                every, samples.steadyOverhead(), samples.finalOverhead(), samples.drift(), samples.peakCommitted() >> 20);
         System.out.print(indent(samples.endReport()));
-        table.add(String.format(Locale.ROOT, "| %-8s | %-14s | %8.3f | %8.3f | %9d | %7.1f | %6d | %6d | %7d |",
-                workloadName, label, samples.steadyOverhead(), samples.finalOverhead(), samples.peakCommitted() >> 20,
-                seconds, residentBefore >> 20, samples.peakResident() >> 20, residentAfter >> 20));
+        table.add(String.format(Locale.ROOT, "| %-10s | %-15s | %8.3f | %8.3f | %+7.3f | %8d | %7.1f | %6d | %6d | %7d |",
+                workloadName, label, samples.steadyOverhead(), samples.finalOverhead(), samples.drift(),
+                samples.peakCommitted() >> 20, seconds, residentBefore >> 20, samples.peakResident() >> 20,
+                residentAfter >> 20));
+        finished.add(samples);
+        if (workloadName.startsWith(PROXY)) {
+            proxyTable.add(String.format(Locale.ROOT, "| %-10s | %-15s | %8.2f | %9.2f | %6.2f | %8.2f | %8.2f | %8.2f | %8.2f |",
+                    workloadName, label, mib(samples.meanRequested()), mib(samples.meanCommitted()),
+                    samples.meanCommitted() / samples.meanRequested(), mib(samples.peakCommitted()), mib(committedEnded),
+                    mib(committedReported), mib(committedTrimmed)));
+        }
         return samples;
     }
 
     private void printTable() {
         System.out.println();
         System.out.println("committed/requested: steady = mean over the second half of the samples, final = last sample"
-                + " (caches full, survivors live); MiB; rss = VmRSS of the whole JVM before / at peak / after"
-                + " release, trim and GC");
-        System.out.println("| workload | allocator      |   steady |    final | peak MiB |    secs | rss0   | rss^   | rss end |");
-        System.out.println("|----------|----------------|---------:|---------:|---------:|--------:|-------:|-------:|--------:|");
+                + " (caches full, survivors live), drift = mean over the last quarter minus mean over the second quarter"
+                + " (> 0: still growing); MiB; rss = VmRSS of the whole JVM before / at peak / after release, trim and GC");
+        System.out.println("| workload   | allocator       |   steady |    final |   drift | peak MiB |    secs | rss0   | rss^   | rss end |");
+        System.out.println("|------------|-----------------|---------:|---------:|--------:|---------:|--------:|-------:|-------:|--------:|");
         table.forEach(System.out::println);
+        printColumns();
+        if (!proxyTable.isEmpty()) {
+            System.out.println();
+            System.out.println("proxy-N: " + ProxyWorkload.THREADS + " threads, each holding about N direct buffers of the"
+                    + " web-socket proxy's sizes; MiB; live and committed = means over the second half of the samples;"
+                    + " ended = committed once the threads have released everything and ended, before anything else"
+                    + " asked the allocator (Slabwise: no stats() yet); reported = after the end-of-run report (Slabwise:"
+                    + " stats(), which reclaims dead threads' caches); trimmed = after trim()");
+            System.out.println("| workload   | allocator       |     live | committed |  ratio | peak     | ended    | reported | trimmed  |");
+            System.out.println("|------------|-----------------|---------:|----------:|-------:|---------:|---------:|---------:|---------:|");
+            proxyTable.forEach(System.out::println);
+        }
         System.out.println("\nCSV files, reports and charts in " + out.toAbsolutePath());
+    }
+
+    /**
+     * The same runs with one column per allocator, as {@code steady / final (peak MiB)}:
+     * every allocator of a workload side by side, slabwise-dropin beside the others.
+     */
+    private void printColumns() {
+        List<String> labels = new ArrayList<>();
+        List<String> workloads = new ArrayList<>();
+        for (Samples s : finished) {
+            if (!labels.contains(s.allocator())) {
+                labels.add(s.allocator());
+            }
+            if (!workloads.contains(s.workload())) {
+                workloads.add(s.workload());
+            }
+        }
+        System.out.println();
+        System.out.println("committed/requested, steady / final (peak committed MiB), one column per allocator:");
+        StringBuilder header = new StringBuilder("| workload   |");
+        StringBuilder rule = new StringBuilder("|------------|");
+        for (String label : labels) {
+            header.append(String.format(Locale.ROOT, " %-24s |", label));
+            rule.append("--------------------------|");
+        }
+        System.out.println(header);
+        System.out.println(rule);
+        for (String workload : workloads) {
+            StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "| %-10s |", workload));
+            for (String label : labels) {
+                String cell = "";
+                for (Samples s : finished) {
+                    if (s.workload().equals(workload) && s.allocator().equals(label)) {
+                        cell = String.format(Locale.ROOT, "%.3f / %.3f (%d)", s.steadyOverhead(), s.finalOverhead(),
+                                s.peakCommitted() >> 20);
+                    }
+                }
+                row.append(String.format(Locale.ROOT, " %-24s |", cell));
+            }
+            System.out.println(row);
+        }
     }
 
     private static Workload workload(String name, Settings settings, AtomicLong live) {
@@ -204,16 +313,17 @@ public final class FragmentationSimulator {
             case "broker":
                 return new MixedWorkload(settings, live, false);
             default:
-                throw new IllegalArgumentException("unknown workload '" + name + "': use fifo, lru, phase, mix or broker");
+                if (name.matches(PROXY + "-[1-9][0-9]{0,6}")) {
+                    int liveBuffers = Integer.parseInt(name.substring(PROXY.length() + 1));
+                    return new ProxyWorkload(liveBuffers, settings.proxySteps(), settings.seed(), live);
+                }
+                throw new IllegalArgumentException("unknown workload '" + name
+                        + "': use fifo, lru, phase, mix, broker, proxy or proxy-N (N live buffers per thread)");
         }
     }
 
     private static AllocatorUnderTest allocator(String name) {
-        try {
-            return AllocatorUnderTest.valueOf(name);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("unknown allocator '" + name + "': use slabwise, pooled or adaptive", e);
-        }
+        return AllocatorUnderTest.of(name);
     }
 
     /** Lets the garbage collector and cleaners free what earlier runs dropped (Netty's adaptive frees via GC). */
@@ -238,6 +348,10 @@ public final class FragmentationSimulator {
     private static String nettyBufferJar() {
         java.security.CodeSource from = io.netty.buffer.PooledByteBufAllocator.class.getProtectionDomain().getCodeSource();
         return from == null ? "" : " (buffers from " + Path.of(from.getLocation().getPath()).getFileName() + ")";
+    }
+
+    private static double mib(double bytes) {
+        return bytes / (1 << 20);
     }
 
     /** A number without trailing zeros: 64, 0.25. */

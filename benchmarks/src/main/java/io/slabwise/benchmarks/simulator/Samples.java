@@ -149,9 +149,57 @@ final class Samples {
         return n == 0 ? Double.NaN : sum / n;
     }
 
+    /**
+     * The mean committed/requested over a slice of the samples, given as
+     * fractions of the run ({@code 0.25, 0.5} is the second quarter); NaN if
+     * the slice holds no sample with requested bytes.
+     */
+    synchronized double meanOverhead(double from, double to) {
+        double sum = 0;
+        int n = 0;
+        for (int i = (int) (samples.size() * from); i < (int) (samples.size() * to); i++) {
+            double o = samples.get(i).overhead();
+            if (!Double.isNaN(o)) {
+                sum += o;
+                n++;
+            }
+        }
+        return n == 0 ? Double.NaN : sum / n;
+    }
+
+    /**
+     * How much committed/requested still grows: the mean over the last
+     * quarter of the samples minus the mean over the second quarter (the
+     * first is left out: caches filling). Near 0 is flat; a positive figure
+     * that grows with the traffic is fragmentation that keeps accumulating.
+     */
+    double drift() {
+        return meanOverhead(0.75, 1.0) - meanOverhead(0.25, 0.5);
+    }
+
     /** committed/requested at the last sample, taken before the workload released what it held. */
     synchronized double finalOverhead() {
         return samples.isEmpty() ? Double.NaN : samples.get(samples.size() - 1).overhead();
+    }
+
+    /** The mean requested bytes over the second half of the samples. */
+    synchronized double meanRequested() {
+        return mean(Sample::requested);
+    }
+
+    /** The mean committed bytes over the second half of the samples. */
+    synchronized double meanCommitted() {
+        return mean(Sample::committed);
+    }
+
+    private double mean(java.util.function.ToLongFunction<Sample> field) {
+        long sum = 0;
+        int n = 0;
+        for (int i = samples.size() / 2; i < samples.size(); i++) {
+            sum += field.applyAsLong(samples.get(i));
+            n++;
+        }
+        return n == 0 ? Double.NaN : (double) sum / n;
     }
 
     /** The most committed bytes any sample saw. */

@@ -1,0 +1,107 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The arena's runs against a reference that knows only which pages of which
+ * chunk are taken: a random, seeded sequence of allocations and frees of runs
+ * of 1 to 16 pages, after each of which the arena must agree with the model.
+ * Every run lands on pages the model has free, in the oldest chunk that has
+ * enough contiguous free pages, and a new chunk is taken exactly when none
+ * has; idle chunks and used bytes match.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ArenaModelTest {
+
+    private static final int PAGE = PoolConfig.PAGE_SIZE;
+    private static final int CHUNK = 128 * 1024;
+    private static final int PAGES = CHUNK / PAGE;
+
+    /** The longest run of clear bits in the first {@code pages} bits. */
+    private static int longestFree(BitSet taken, int pages) {
+        int longest = 0;
+        int from = taken.nextClearBit(0);
+        while (from < pages) {
+            int to = Math.min(pages, taken.nextSetBit(from) < 0 ? pages : taken.nextSetBit(from));
+            longest = Math.max(longest, to - from);
+            from = taken.nextClearBit(to);
+        }
+        return longest;
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {1, 2, 3, 14, 2026})
+    void runsMatchAReferenceOfTakenPages(long seed) {
+        SizeClasses sizes = new SizeClasses(PAGE, CHUNK);
+        CommittedMemory memory = new CommittedMemory(ChunkSource.direct(), new MemoryLimit(Long.MAX_VALUE));
+        Arena arena = new Arena(memory, 0, sizes, Integer.MAX_VALUE, 64, Ticker.system());
+        SplittableRandom random = new SplittableRandom(seed);
+        List<Chunk> order = new ArrayList<>(); // the model's chunks, oldest first
+        Map<Chunk, BitSet> taken = new IdentityHashMap<>();
+        List<Allocation> live = new ArrayList<>();
+        long usedBytes = 0;
+        for (int step = 0; step < 20_000; step++) {
+            boolean allocate = live.isEmpty() || random.nextInt(100) < (step % 4000 < 2000 ? 60 : 40);
+            if (allocate) {
+                int pages = 1 + random.nextInt(16);
+                Chunk expected = null;
+                for (Chunk chunk : order) {
+                    if (longestFree(taken.get(chunk), PAGES) >= pages) {
+                        expected = chunk;
+                        break;
+                    }
+                }
+                Allocation a = new Allocation();
+                arena.allocate(SizeClasses.indexOf(pages * PAGE), a);
+                if (expected == null) {
+                    assertFalse(taken.containsKey(a.chunk), "step " + step + ": an old chunk had no room, a new one must be taken");
+                    order.add(a.chunk);
+                    taken.put(a.chunk, new BitSet(PAGES));
+                } else {
+                    assertSame(expected, a.chunk, "step " + step + ": the oldest chunk with " + pages + " free pages in a row");
+                }
+                int start = Chunk.runStart(a.handle);
+                assertEquals(pages, Chunk.runPages(a.handle));
+                BitSet pagesTaken = taken.get(a.chunk);
+                assertTrue(pagesTaken.get(start, start + pages).isEmpty(), "step " + step + ": the run's pages were free");
+                pagesTaken.set(start, start + pages);
+                live.add(a);
+                usedBytes += (long) pages * PAGE;
+            } else {
+                int i = random.nextInt(live.size());
+                Allocation a = live.get(i);
+                live.set(i, live.get(live.size() - 1));
+                live.remove(live.size() - 1);
+                arena.free(a.chunk, a.handle);
+                int start = Chunk.runStart(a.handle);
+                taken.get(a.chunk).clear(start, start + Chunk.runPages(a.handle));
+                usedBytes -= (long) Chunk.runPages(a.handle) * PAGE;
+            }
+            if (step % 97 == 0) {
+                ArenaSnapshot snapshot = arena.snapshot();
+                long idle = taken.values().stream().filter(BitSet::isEmpty).count();
+                assertEquals(order.size(), snapshot.chunks(), "step " + step + ": chunks");
+                assertEquals(idle, snapshot.idleChunks(), "step " + step + ": idle chunks");
+                assertEquals(usedBytes, snapshot.usedBytes(), "step " + step + ": used bytes");
+            }
+        }
+        live.forEach(a -> arena.free(a.chunk, a.handle));
+        assertEquals(order.size(), arena.idleChunkCount(), "all idle at the end");
+        assertEquals(order.size(), arena.trim(0, 0), "and all given back");
+    }
+}

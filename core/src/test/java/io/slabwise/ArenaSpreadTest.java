@@ -1,0 +1,210 @@
+package io.slabwise;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Small pools use few arenas: threads share the first arena until the
+ * arenas' chunks reach {@code arenaSpreadBytes}, and spread as the pool
+ * grows. Dead threads' caches go back on the pool's own schedule, without
+ * anyone reading its statistics.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ArenaSpreadTest {
+
+    private static final int CHUNK = 64 * 1024;
+
+    private static int[] threadsPerArena(MemoryPool pool) {
+        List<ArenaSnapshot> arenas = pool.stats().arenaSnapshots();
+        int[] bound = new int[arenas.size()];
+        for (ArenaSnapshot arena : arenas) {
+            bound[arena.index()] = arena.threads();
+        }
+        return bound;
+    }
+
+    /** Runs {@code work} on {@code threads} threads that start together, and waits for them all. */
+    private static void onThreads(int threads, CyclicBarrier start, Runnable work) throws InterruptedException {
+        List<Thread> all = new ArrayList<>();
+        List<Throwable> failures = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Thread thread = new Thread(() -> {
+                try {
+                    start.await();
+                    work.run();
+                } catch (Throwable e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                }
+            });
+            all.add(thread);
+            thread.start();
+        }
+        for (Thread thread : all) {
+            thread.join();
+        }
+        assertTrue(failures.isEmpty(), "failures: " + failures);
+    }
+
+    /**
+     * Four threads allocate a little, at once: they all share the first
+     * arena. Then each in turn takes four chunks' worth of runs: as the
+     * arenas' chunks pass each multiple of {@code arenaSpreadBytes}, one more
+     * arena comes into use and a thread of the crowded first arena moves to
+     * it at its next new chunk.
+     */
+    @Test
+    void threadsShareTheFirstArenaWhileThePoolIsSmallAndSpreadAsItGrows() throws Exception {
+        int arenas = 4;
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(arenas).chunkSize(CHUNK).arenaSpreadBytes(4L * CHUNK)
+                .chunkSource(ChunkSource.direct()).build());
+        CyclicBarrier start = new CyclicBarrier(arenas);
+        CyclicBarrier small = new CyclicBarrier(arenas + 1);
+        CountDownLatch[] turn = new CountDownLatch[arenas];
+        CountDownLatch[] grew = new CountDownLatch[arenas];
+        for (int i = 0; i < arenas; i++) {
+            turn[i] = new CountDownLatch(1);
+            grew[i] = new CountDownLatch(1);
+        }
+        CyclicBarrier done = new CyclicBarrier(arenas + 1);
+        AtomicInteger next = new AtomicInteger();
+        onThreadsAsync(arenas, start, () -> {
+            int me = next.getAndIncrement();
+            Allocation a = new Allocation();
+            pool.allocate(64, a);
+            await(small);
+            awaitLatch(turn[me]);
+            List<Allocation> runs = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                Allocation run = new Allocation();
+                pool.allocate(CHUNK / 2, run);
+                runs.add(run);
+            }
+            grew[me].countDown();
+            await(done);
+            runs.forEach(pool::free);
+            pool.free(a);
+        });
+        small.await();
+        int[] bound = threadsPerArena(pool);
+        assertArrayEquals(new int[] {arenas, 0, 0, 0}, bound, "all threads in the first arena while the pool holds one chunk");
+        for (int i = 0; i < arenas; i++) {
+            turn[i].countDown();
+            grew[i].await();
+        }
+        bound = threadsPerArena(pool);
+        long chunks = pool.committedBytes() / CHUNK;
+        done.await();
+        joinAll();
+        assertArrayEquals(new int[] {1, 1, 1, 1}, bound, "threads per arena after the pool grew to " + chunks + " chunks");
+    }
+
+    @Test
+    void withNoSpreadBytesThreadsSpreadFromTheStart() throws Exception {
+        int arenas = 4;
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(arenas).chunkSize(CHUNK).arenaSpreadBytes(0)
+                .chunkSource(ChunkSource.direct()).build());
+        CyclicBarrier start = new CyclicBarrier(arenas);
+        CyclicBarrier allocated = new CyclicBarrier(arenas + 1);
+        CyclicBarrier done = new CyclicBarrier(arenas + 1);
+        onThreadsAsync(arenas, start, () -> {
+            Allocation a = new Allocation();
+            pool.allocate(64, a);
+            await(allocated);
+            await(done);
+            pool.free(a);
+        });
+        allocated.await();
+        int[] bound = threadsPerArena(pool);
+        done.await();
+        joinAll();
+        assertArrayEquals(new int[] {1, 1, 1, 1}, bound);
+    }
+
+    @Test
+    void aNegativeSpreadIsRefused() {
+        assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().arenaSpreadBytes(-1));
+    }
+
+    /**
+     * Threads fill their caches and die; nobody reads the statistics. The
+     * pool's scheduled decay, run by hand here, finds them dead and gives
+     * their caches back, and the chunks they held go back to the OS.
+     */
+    @Test
+    void deadThreadsCachesGoBackOnTheScheduleWithoutStats() throws Exception {
+        ManualTime time = new ManualTime();
+        int threads = 4;
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).chunkSize(CHUNK).maxIdleChunksPerArena(0)
+                .idleChunkDecay(Duration.ofSeconds(10)).ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
+        onThreads(threads, new CyclicBarrier(threads), () -> {
+            List<Allocation> held = new ArrayList<>();
+            for (int i = 0; i < 64; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(512, a);
+                held.add(a);
+            }
+            held.forEach(pool::free); // into this thread's cache, which keeps the chunks in use
+        });
+        assertTrue(pool.committedBytes() > 0, "the dead threads' caches hold chunks");
+        time.runScheduled();
+        assertEquals(0, pool.committedBytes(), "the decay reclaimed the dead threads' caches and gave their chunks back");
+    }
+
+    private final List<Thread> started = new ArrayList<>();
+    private final List<Throwable> failures = new ArrayList<>();
+
+    private void onThreadsAsync(int threads, CyclicBarrier start, Runnable work) {
+        for (int t = 0; t < threads; t++) {
+            Thread thread = new Thread(() -> {
+                try {
+                    start.await();
+                    work.run();
+                } catch (Throwable e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                }
+            });
+            started.add(thread);
+            thread.start();
+        }
+    }
+
+    private void joinAll() throws InterruptedException {
+        for (Thread thread : started) {
+            thread.join();
+        }
+        assertTrue(failures.isEmpty(), "failures: " + failures);
+    }
+
+    private static void awaitLatch(CountDownLatch latch) {
+        try {
+            latch.await();
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static void await(CyclicBarrier barrier) {
+        try {
+            barrier.await();
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+}
