@@ -12,6 +12,7 @@ import io.slabwise.netty.SlabwiseAllocator;
  * <ul>
  *   <li>{@code slabwise}: {@link SlabwiseAllocator} with its defaults; thread
  *       caches work on every thread.</li>
+ *   <li>{@code slabwise_recycle}: the same with {@code recycleBuffers(true)}.</li>
  *   <li>{@code pooled}: Netty's {@link PooledByteBufAllocator} preferring direct
  *       buffers, with {@code useCacheForAllThreads=true}: by default Netty gives
  *       thread caches only to its own {@code FastThreadLocalThread}s, so on a
@@ -33,6 +34,17 @@ public enum AllocatorKind {
         @Override
         public ByteBufAllocator create() {
             return SlabwiseAllocator.builder().build();
+        }
+    },
+    /**
+     * Slabwise with {@code recycleBuffers(true)}: released buffer objects are
+     * reused. (The name has an underscore where one would write a hyphen: an
+     * enum constant, which JMH's {@code -p allocator=} takes by name.)
+     */
+    slabwise_recycle {
+        @Override
+        public ByteBufAllocator create() {
+            return SlabwiseAllocator.builder().recycleBuffers(true).build();
         }
     },
     /** Netty's pooled allocator with thread caches on all threads. */

@@ -87,16 +87,18 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     }
 
     /**
-     * A pooled direct buffer from {@code source} for Netty's API, which cannot
-     * return null: a refusal under {@link LimitPolicy#RETURN_NULL} throws as
-     * under {@link LimitPolicy#FAIL}. Used by the views too.
+     * A pooled direct buffer from {@code general}, the general pool of one of
+     * the pool's categories, for Netty's API, which cannot return null: a
+     * refusal under {@link LimitPolicy#RETURN_NULL} throws as under
+     * {@link LimitPolicy#FAIL}. Used by the views too.
      */
-    ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
-        ByteBuf buf = tryNewDirectBuffer(view, source, initialCapacity, maxCapacity);
+    ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator general, int initialCapacity, int maxCapacity) {
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(view, pool, general, initialCapacity, maxCapacity,
+                recycleBuffers, nativeAccess, false);
         if (buf == null) {
-            throw pool.limitException(source.category(), initialCapacity);
+            throw pool.limitException(general.category(), initialCapacity);
         }
-        return buf;
+        return toLeakAwareBuffer(buf);
     }
 
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
@@ -116,8 +118,8 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      */
     public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
         validate(initialCapacity, maxCapacity);
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.tryAllocate(this, pool, defaultSource, initialCapacity,
-                maxCapacity, recycleBuffers, nativeAccess);
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(this, pool, defaultSource, initialCapacity,
+                maxCapacity, recycleBuffers, nativeAccess, true);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 

@@ -85,7 +85,14 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     };
 
     private final Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle;
-    private Allocation allocation = new Allocation();
+    /**
+     * The pool memory behind this buffer; null once released, unless the
+     * object is recycled. A recycled object keeps one holder for its whole
+     * life; any other buffer has a holder from its thread's stash (or the one
+     * it wraps) and drops it when released, so a stale reference never
+     * reaches the holder that a later buffer fills.
+     */
+    private Allocation allocation;
     private ByteBufAllocator allocator;
     private MemoryPool pool;
     /** Where this buffer's memory comes from, and where it moves to when it must grow. */
@@ -103,34 +110,56 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     SlabwiseDirectByteBuf(Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle) {
         super(0);
         this.recyclerHandle = recyclerHandle;
+        if (recyclerHandle != null) {
+            allocation = new Allocation();
+        }
     }
 
     /**
-     * Allocates a buffer of {@code capacity} bytes from {@code source}; the
-     * caller has validated the capacities. Returns null when the source
-     * refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL}.
+     * Allocates a buffer of {@code capacity} bytes from {@code source}, any
+     * allocator (a sequential one, say); the caller has validated the
+     * capacities. Returns null when the source refused at a limit under
+     * {@link io.slabwise.LimitPolicy#RETURN_NULL}.
      */
     static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
                                           int maxCapacity, boolean recycle, boolean nativeAccess) {
         SlabwiseDirectByteBuf buf = newInstance(recycle, nativeAccess);
-        if (!source.allocate(capacity, buf.allocation)) {
+        Allocation a = recycle ? buf.allocation : new Allocation();
+        if (!source.allocate(capacity, a)) {
             return null;
         }
+        buf.allocation = a;
         buf.init(allocator, pool, source, maxCapacity);
         return buf;
     }
 
     /**
-     * Allocates from the general pool of {@code source}'s category, returning
-     * null at a limit whatever the policy, without waiting.
+     * Allocates a buffer of {@code capacity} bytes from {@code general}, the
+     * general pool of one of {@code pool}'s categories: the hot path. Returns
+     * null when refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL},
+     * or whatever the policy (and without waiting) with {@code returnNullAtLimit}.
+     * A new buffer object takes its holder from the thread's stash: it is the
+     * only object the allocation makes.
      */
-    static SlabwiseDirectByteBuf tryAllocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
-                                             int maxCapacity, boolean recycle, boolean nativeAccess) {
-        SlabwiseDirectByteBuf buf = newInstance(recycle, nativeAccess);
-        if (!pool.tryAllocate(source.category(), capacity, buf.allocation, true)) {
-            return null;
+    static SlabwiseDirectByteBuf allocateGeneral(ByteBufAllocator allocator, MemoryPool pool, Allocator general,
+                                                 int capacity, int maxCapacity, boolean recycle, boolean nativeAccess,
+                                                 boolean returnNullAtLimit) {
+        SlabwiseDirectByteBuf buf;
+        if (recycle) {
+            buf = newInstance(true, nativeAccess);
+            if (!pool.tryAllocate(general.category(), capacity, buf.allocation, returnNullAtLimit)) {
+                buf.recyclerHandle.recycle(buf);
+                return null;
+            }
+        } else {
+            Allocation a = EngineAccess.allocateStashed(pool, general.category(), capacity, returnNullAtLimit);
+            if (a == null) {
+                return null;
+            }
+            buf = newInstance(false, nativeAccess);
+            buf.allocation = a;
         }
-        buf.init(allocator, pool, source, maxCapacity);
+        buf.init(allocator, pool, general, maxCapacity);
         return buf;
     }
 
@@ -185,11 +214,14 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     protected void deallocate() {
         // allocator, pool and source stay: Netty may call alloc() on a released buffer before
         // the accessibility check (ensureWritable), which must then throw IllegalReferenceCountException
-        pool.free(allocation);
         if (recyclerHandle != null) {
+            pool.free(allocation);
             recyclerHandle.recycle(this);
         } else {
+            Allocation a = allocation;
+            allocation = null; // before the holder can serve another buffer
             tmpNioBuffer = null;
+            pool.free(a);
         }
     }
 
