@@ -44,6 +44,13 @@ public final class Allocation {
      * allocation. Never cleared.
      */
     final boolean stashed;
+    /**
+     * The object of the layer above that goes with this holder, reused with it
+     * (the Netty adapter's recycled buffer object); null for none. Set and read
+     * only through {@code io.slabwise.internal.EngineAccess}; {@link #clear()}
+     * keeps it.
+     */
+    Object attachment;
 
     /** Creates an empty holder; it describes nothing until the pool fills it. */
     public Allocation() {

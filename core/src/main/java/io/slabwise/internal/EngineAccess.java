@@ -7,6 +7,7 @@ import io.slabwise.MemoryPool;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 
 /**
@@ -26,12 +27,18 @@ import java.nio.ByteBuffer;
  *       the buffer that owns it, and the buffer must drop it when it frees it
  *       with {@link MemoryPool#free}: a holder freed on the thread that
  *       allocated it serves that thread's next allocation.</li>
+ *   <li>{@link #attachment} and {@link #attach}: an object kept with a
+ *       stashed holder across its reuses; the adapter's recycling mode keeps
+ *       the buffer object there, so a buffer released on its allocating
+ *       thread is reused with its holder. Whoever parts a buffer from its
+ *       holder must detach it first.</li>
  * </ul>
  */
 public final class EngineAccess {
 
     private static final MethodHandle CHUNK_MEMORY;
     private static final MethodHandle ALLOCATE_STASHED;
+    private static final VarHandle ATTACHMENT;
 
     static {
         try {
@@ -40,6 +47,7 @@ public final class EngineAccess {
             CHUNK_MEMORY = engine.findVirtual(Allocation.class, "chunkMemory", MethodType.methodType(ByteBuffer.class));
             ALLOCATE_STASHED = engine.findVirtual(MemoryPool.class, "allocateStashed",
                     MethodType.methodType(Allocation.class, Category.class, int.class, boolean.class));
+            ATTACHMENT = engine.findVarHandle(Allocation.class, "attachment", Object.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -74,5 +82,15 @@ public final class EngineAccess {
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
+    }
+
+    /** The object kept with {@code allocation}'s holder, or null. */
+    public static Object attachment(Allocation allocation) {
+        return ATTACHMENT.get(allocation);
+    }
+
+    /** Keeps {@code attachment} (or nothing, for null) with {@code allocation}'s holder across its reuses. */
+    public static void attach(Allocation allocation, Object attachment) {
+        ATTACHMENT.set(allocation, attachment);
     }
 }

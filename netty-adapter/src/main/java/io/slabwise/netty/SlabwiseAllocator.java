@@ -104,7 +104,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
     ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
         SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
-                recycleBuffers, nativeAccess);
+                nativeAccess);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 
@@ -335,7 +335,11 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
          * Recycling saves one small object per allocation, but a reference kept
          * past {@code release()} may then reach a later buffer, as with Netty's
          * pooled allocator. Without it, such a reference only ever sees
-         * {@link io.netty.util.IllegalReferenceCountException}.
+         * {@link io.netty.util.IllegalReferenceCountException}. An object is
+         * reused when it is released on the thread that allocated it, kept
+         * with its allocation holder in that thread's cache (a few per
+         * thread); buffers of sequential allocators and block pools, and those
+         * of virtual threads, are not recycled.
          */
         public Builder recycleBuffers(boolean recycle) {
             this.recycleBuffers = recycle;

@@ -322,4 +322,25 @@ class HolderReuseTest {
             sent.buf().release();
         }
     }
+
+    /**
+     * A recycled buffer that moves to a new allocation when it grows frees the
+     * holder it came with, which goes back to the thread's stash at once: the
+     * next allocation must get a new object, never the live one that moved.
+     */
+    @Test
+    void recycledBufferThatMovedIsNotHandedOutWhileLive() {
+        SlabwiseAllocator allocator = allocator(true);
+        allocator.directBuffer(64).release();
+        ByteBuf grown = allocator.directBuffer(64);
+        SlabwiseDirectByteBuf object = unwrapped(grown);
+        grown.capacity(100_000); // another size class: moves, and frees the holder it came with
+        fill(grown, 9);
+        ByteBuf next = allocator.directBuffer(64);
+        assertNotSame(object, unwrapped(next), "a live buffer object was handed out again");
+        fill(next, 10);
+        assertTrue(holds(grown, 9), "the moved buffer's bytes were overwritten");
+        next.release();
+        grown.release();
+    }
 }
