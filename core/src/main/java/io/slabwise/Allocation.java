@@ -20,7 +20,12 @@ public final class Allocation {
 
     Chunk chunk;
     Category category;
-    /** The thread cache whose counters hold this allocation. */
+    /**
+     * The thread cache whose counters hold this allocation. Before a holder
+     * from a thread cache's stash is filled, the cache that gave it out, which
+     * is the calling thread's: the allocation goes through it without looking
+     * the thread's cache up again.
+     */
     ThreadCache owner;
     /** Who takes the memory back when it is not a plain pool allocation; null for those. */
     Releaser releaser;
@@ -32,9 +37,28 @@ public final class Allocation {
     int reserved;
     int offset;
     long address;
+    /**
+     * Made by a thread cache's holder stash for a caller that never shows the
+     * holder to anyone (the Netty adapter): when freed on the thread that
+     * allocated it, it goes back to that thread's stash for the next
+     * allocation. Never cleared.
+     */
+    final boolean stashed;
+    /**
+     * The object of the layer above that goes with this holder, reused with it
+     * (the Netty adapter's recycled buffer object); null for none. Set and read
+     * only through {@code io.slabwise.internal.EngineAccess}; {@link #clear()}
+     * keeps it.
+     */
+    Object attachment;
 
     /** Creates an empty holder; it describes nothing until the pool fills it. */
     public Allocation() {
+        this(false);
+    }
+
+    Allocation(boolean stashed) {
+        this.stashed = stashed;
     }
 
     /** Whether the holder currently describes live pool memory. */

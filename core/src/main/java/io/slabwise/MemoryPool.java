@@ -375,6 +375,28 @@ public final class MemoryPool implements AutoCloseable {
                 : admission.admit(generalAttempt, category, requested, out);
     }
 
+    /**
+     * Allocates {@code requested} bytes for {@code category}, a category of
+     * this pool, into a blank holder from the calling thread's stash; freed
+     * with {@link #free} on the same thread, the holder goes back to the
+     * stash. For the Netty adapter (through {@code io.slabwise.internal.EngineAccess}),
+     * whose buffers never show their holder to anyone: an allocate and release
+     * then makes no object here. The thread's cache is looked up once, here,
+     * and the holder carries it to {@link #tryGeneral}.
+     *
+     * @param returnNullAtLimit as in {@link #tryAllocate}: null at a limit whatever the category's policy
+     * @return the filled holder, or null when refused at a limit without an exception
+     */
+    Allocation allocateStashed(Category category, int requested, boolean returnNullAtLimit) {
+        checkRequest(requested);
+        checkCategory(category);
+        Allocation out = threadCaches.current().takeHolder();
+        boolean done = returnNullAtLimit
+                ? admission.tryAdmit(generalAttempt, category, requested, out)
+                : admission.admit(generalAttempt, category, requested, out);
+        return done ? out : null;
+    }
+
     static void checkNotLive(Allocation out) {
         if (out.isLive()) {
             throw new IllegalStateException("the allocation holder is still live: " + out);
@@ -390,7 +412,8 @@ public final class MemoryPool implements AutoCloseable {
             return Attempt.QUOTA;
         }
         try {
-            ThreadCache cache = threadCaches.current();
+            // a holder from a stash names the caller's cache already (see allocateStashed)
+            ThreadCache cache = out.owner != null ? out.owner : threadCaches.current();
             if (huge) {
                 allocateHuge(cache, category, requested, out);
             } else {
@@ -448,7 +471,9 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Gives memory back. {@code allocation} is cleared and may be reused.
+     * Gives memory back. {@code allocation} is cleared and may be reused; a
+     * holder from a thread's stash ({@link #allocateStashed}) freed on the
+     * thread that allocated it goes back to that stash.
      *
      * @throws IllegalStateException when it holds no live memory (a double free)
      */
@@ -487,6 +512,9 @@ public final class MemoryPool implements AutoCloseable {
         }
         if (closed) {
             idle.reclaimAll(); // a closed pool gives each chunk back as soon as it is empty
+        }
+        if (allocation.stashed && onOwnerThread) {
+            owner.stashHolder(allocation); // cleared above; its next use is this thread's next allocation
         }
     }
 

@@ -417,6 +417,8 @@ final class ThreadCache {
     void retire() {
         flush();
         stacks = NO_STACKS; // a dead thread's cache keeps only its counters, while its buffers live
+        holders = null;
+        holderCount = 0;
     }
 
     private void sweep() {
@@ -465,5 +467,59 @@ final class ThreadCache {
         }
         Thread thread = owner.get();
         return thread == null || !thread.isAlive();
+    }
+
+    // ---- the holder stash -------------------------------------------------------------------
+    //
+    // Blank Allocation holders for callers that never show a holder to anyone (the Netty adapter's
+    // buffers): a buffer takes one at allocation and it comes back here when the buffer is released on
+    // this thread, so the only object an allocation makes is the buffer itself. Owner thread only; a
+    // shared cache keeps none (its virtual threads get new holders). A holder freed on another thread is
+    // left to the garbage collector, so no holder ever passes between threads through a stash.
+
+    /** The most blank holders a stash keeps: enough for a thread that holds a few buffers at a time. */
+    static final int HOLDER_STASH_CAPACITY = 8;
+    /** Blank holders, made on first use; {@code holders[0 .. holderCount)} are free to take. */
+    private Allocation[] holders;
+    private int holderCount;
+
+    /**
+     * A blank holder for an allocation on the calling thread, which must be the
+     * owner (or any thread, for a shared cache): a stashed one, or a new one.
+     * Its {@code owner} names this cache until the pool fills it.
+     */
+    Allocation takeHolder() {
+        Allocation holder;
+        int n = holderCount;
+        if (n > 0) {
+            holderCount = --n;
+            holder = holders[n];
+            holders[n] = null;
+        } else {
+            holder = new Allocation(true);
+        }
+        holder.owner = this;
+        return holder;
+    }
+
+    /** Keeps a cleared holder of the stash for the next allocation, if there is room; owner thread only. */
+    void stashHolder(Allocation holder) {
+        if (shared) {
+            return;
+        }
+        Allocation[] stash = holders;
+        if (stash == null) {
+            holders = stash = new Allocation[HOLDER_STASH_CAPACITY];
+        }
+        int n = holderCount;
+        if (n < stash.length) {
+            stash[n] = holder;
+            holderCount = n + 1;
+        }
+    }
+
+    /** Blank holders in the stash now; for tests. */
+    int stashedHolders() {
+        return holderCount;
     }
 }

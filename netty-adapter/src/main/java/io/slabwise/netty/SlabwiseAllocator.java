@@ -87,22 +87,24 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     }
 
     /**
-     * A pooled direct buffer from {@code source} for Netty's API, which cannot
-     * return null: a refusal under {@link LimitPolicy#RETURN_NULL} throws as
-     * under {@link LimitPolicy#FAIL}. Used by the views too.
+     * A pooled direct buffer from {@code general}, the general pool of one of
+     * the pool's categories, for Netty's API, which cannot return null: a
+     * refusal under {@link LimitPolicy#RETURN_NULL} throws as under
+     * {@link LimitPolicy#FAIL}. Used by the views too.
      */
-    ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
-        ByteBuf buf = tryNewDirectBuffer(view, source, initialCapacity, maxCapacity);
+    ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator general, int initialCapacity, int maxCapacity) {
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(view, pool, general, initialCapacity, maxCapacity,
+                recycleBuffers, nativeAccess, false);
         if (buf == null) {
-            throw pool.limitException(source.category(), initialCapacity);
+            throw pool.limitException(general.category(), initialCapacity);
         }
-        return buf;
+        return toLeakAwareBuffer(buf);
     }
 
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
     ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
         SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
-                recycleBuffers, nativeAccess);
+                nativeAccess);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 
@@ -116,8 +118,8 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      */
     public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
         validate(initialCapacity, maxCapacity);
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.tryAllocate(this, pool, defaultSource, initialCapacity,
-                maxCapacity, recycleBuffers, nativeAccess);
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(this, pool, defaultSource, initialCapacity,
+                maxCapacity, recycleBuffers, nativeAccess, true);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 
@@ -333,7 +335,11 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
          * Recycling saves one small object per allocation, but a reference kept
          * past {@code release()} may then reach a later buffer, as with Netty's
          * pooled allocator. Without it, such a reference only ever sees
-         * {@link io.netty.util.IllegalReferenceCountException}.
+         * {@link io.netty.util.IllegalReferenceCountException}. An object is
+         * reused when it is released on the thread that allocated it, kept
+         * with its allocation holder in that thread's cache (a few per
+         * thread); buffers of sequential allocators and block pools, and those
+         * of virtual threads, are not recycled.
          */
         public Builder recycleBuffers(boolean recycle) {
             this.recycleBuffers = recycle;

@@ -3,7 +3,6 @@ package io.slabwise.netty;
 import io.netty.buffer.AbstractReferenceCountedByteBuf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.util.Recycler;
 import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
 import io.slabwise.internal.EngineAccess;
@@ -77,15 +76,20 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
 
     private static final int STREAM_COPY_CHUNK = 8192;
 
-    private static final Recycler<SlabwiseDirectByteBuf> RECYCLER = new Recycler<SlabwiseDirectByteBuf>() {
-        @Override
-        protected SlabwiseDirectByteBuf newObject(Handle<SlabwiseDirectByteBuf> handle) {
-            return new SlabwiseDirectByteBuf(handle);
-        }
-    };
-
-    private final Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle;
-    private Allocation allocation = new Allocation();
+    /**
+     * Whether this object is reused after release: it then stays with its
+     * stashed holder, as the holder's attachment, and serves the next
+     * allocation that takes that holder from the thread's stash.
+     */
+    private final boolean recycled;
+    /**
+     * The pool memory behind this buffer. A buffer that is not recycled has a
+     * holder from its thread's stash (or the one it wraps) and drops it when
+     * released, so a stale reference never reaches the holder that a later
+     * buffer fills. A recycled one keeps it: holder and object are reused as
+     * a pair.
+     */
+    private Allocation allocation;
     private ByteBufAllocator allocator;
     private MemoryPool pool;
     /** Where this buffer's memory comes from, and where it moves to when it must grow. */
@@ -100,37 +104,55 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     /** A duplicate of {@code memory} for the internal NIO view, made on first use. */
     private ByteBuffer tmpNioBuffer;
 
-    SlabwiseDirectByteBuf(Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle) {
+    SlabwiseDirectByteBuf(boolean recycled) {
         super(0);
-        this.recyclerHandle = recyclerHandle;
+        this.recycled = recycled;
     }
 
     /**
-     * Allocates a buffer of {@code capacity} bytes from {@code source}; the
-     * caller has validated the capacities. Returns null when the source
-     * refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL}.
+     * Allocates a buffer of {@code capacity} bytes from {@code source}, any
+     * allocator (a sequential one, say); the caller has validated the
+     * capacities. Returns null when the source refused at a limit under
+     * {@link io.slabwise.LimitPolicy#RETURN_NULL}. The buffer object is never
+     * recycled: only the general pool's holders come from a stash.
      */
     static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
-                                          int maxCapacity, boolean recycle, boolean nativeAccess) {
-        SlabwiseDirectByteBuf buf = newInstance(recycle, nativeAccess);
-        if (!source.allocate(capacity, buf.allocation)) {
+                                          int maxCapacity, boolean nativeAccess) {
+        Allocation a = new Allocation();
+        if (!source.allocate(capacity, a)) {
             return null;
         }
+        SlabwiseDirectByteBuf buf = newInstance(false, nativeAccess);
+        buf.allocation = a;
         buf.init(allocator, pool, source, maxCapacity);
         return buf;
     }
 
     /**
-     * Allocates from the general pool of {@code source}'s category, returning
-     * null at a limit whatever the policy, without waiting.
+     * Allocates a buffer of {@code capacity} bytes from {@code general}, the
+     * general pool of one of {@code pool}'s categories: the hot path. Returns
+     * null when refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL},
+     * or whatever the policy (and without waiting) with {@code returnNullAtLimit}.
+     * The holder comes from the thread's stash; a new buffer object is then
+     * the only object the allocation makes, and with {@code recycle} the
+     * object that came with the holder is reused and nothing is made.
      */
-    static SlabwiseDirectByteBuf tryAllocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
-                                             int maxCapacity, boolean recycle, boolean nativeAccess) {
-        SlabwiseDirectByteBuf buf = newInstance(recycle, nativeAccess);
-        if (!pool.tryAllocate(source.category(), capacity, buf.allocation, true)) {
+    static SlabwiseDirectByteBuf allocateGeneral(ByteBufAllocator allocator, MemoryPool pool, Allocator general,
+                                                 int capacity, int maxCapacity, boolean recycle, boolean nativeAccess,
+                                                 boolean returnNullAtLimit) {
+        Allocation a = EngineAccess.allocateStashed(pool, general.category(), capacity, returnNullAtLimit);
+        if (a == null) {
             return null;
         }
-        buf.init(allocator, pool, source, maxCapacity);
+        SlabwiseDirectByteBuf buf;
+        if (!recycle) {
+            buf = newInstance(false, nativeAccess);
+        } else if ((buf = (SlabwiseDirectByteBuf) EngineAccess.attachment(a)) == null) {
+            buf = newInstance(true, nativeAccess); // a new holder, or one whose object moved to another allocation
+            EngineAccess.attach(a, buf);
+        }
+        buf.allocation = a;
+        buf.init(allocator, pool, general, maxCapacity);
         return buf;
     }
 
@@ -146,12 +168,9 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         return buf;
     }
 
-    /** A buffer object: native access only where {@link #NATIVE_ACCESS} allows it. */
-    private static SlabwiseDirectByteBuf newInstance(boolean recycle, boolean nativeAccess) {
-        if (nativeAccess && NATIVE_ACCESS) {
-            return SlabwiseUnsafeDirectByteBuf.newInstance(recycle);
-        }
-        return recycle ? RECYCLER.get() : new SlabwiseDirectByteBuf(null);
+    /** A new buffer object: native access only where {@link #NATIVE_ACCESS} allows it. */
+    private static SlabwiseDirectByteBuf newInstance(boolean recycled, boolean nativeAccess) {
+        return nativeAccess && NATIVE_ACCESS ? new SlabwiseUnsafeDirectByteBuf(recycled) : new SlabwiseDirectByteBuf(recycled);
     }
 
     private void init(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int maxCapacity) {
@@ -160,7 +179,7 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         this.source = source;
         attach(allocation);
         maxCapacity(maxCapacity);
-        if (recyclerHandle != null) {
+        if (recycled) {
             // a recycled object: a new object already has a reference count of 1 and every index at 0,
             // and resetting its count again would cost a second volatile store on every allocation
             resetRefCnt();
@@ -185,11 +204,13 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     protected void deallocate() {
         // allocator, pool and source stay: Netty may call alloc() on a released buffer before
         // the accessibility check (ensureWritable), which must then throw IllegalReferenceCountException
-        pool.free(allocation);
-        if (recyclerHandle != null) {
-            recyclerHandle.recycle(this);
+        if (recycled) {
+            pool.free(allocation); // the holder, with this object attached, goes back to the thread's stash
         } else {
+            Allocation a = allocation;
+            allocation = null; // before the holder can serve another buffer
             tmpNioBuffer = null;
+            pool.free(a);
         }
     }
 
@@ -232,6 +253,9 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         int keep = Math.min(length, newCapacity);
         if (keep > 0) {
             EngineAccess.chunkMemory(moved).put(moved.offset(), memory, offset, keep);
+        }
+        if (recycled) {
+            EngineAccess.attach(allocation, null); // the old holder may be reused at once: never with this live object
         }
         pool.free(allocation);
         allocation = moved;

@@ -1,7 +1,6 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.util.Recycler;
 import io.netty.util.internal.PlatformDependent;
 
 /**
@@ -19,20 +18,8 @@ final class SlabwiseUnsafeDirectByteBuf extends SlabwiseDirectByteBuf {
 
     private static final boolean NATIVE_BIG_ENDIAN = PlatformDependent.BIG_ENDIAN_NATIVE_ORDER;
 
-    private static final Recycler<SlabwiseDirectByteBuf> RECYCLER = new Recycler<SlabwiseDirectByteBuf>() {
-        @Override
-        protected SlabwiseDirectByteBuf newObject(Handle<SlabwiseDirectByteBuf> handle) {
-            return new SlabwiseUnsafeDirectByteBuf(handle);
-        }
-    };
-
-    private SlabwiseUnsafeDirectByteBuf(Recycler.Handle<SlabwiseDirectByteBuf> recyclerHandle) {
-        super(recyclerHandle);
-    }
-
-    /** A recycled or a new buffer object. */
-    static SlabwiseDirectByteBuf newInstance(boolean recycle) {
-        return recycle ? RECYCLER.get() : new SlabwiseUnsafeDirectByteBuf(null);
+    SlabwiseUnsafeDirectByteBuf(boolean recycled) {
+        super(recycled);
     }
 
     @Override

@@ -1,0 +1,346 @@
+package io.slabwise.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.IllegalReferenceCountException;
+import io.slabwise.Allocation;
+import io.slabwise.PoolStats;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Reuse on the allocate/release path: the safe default reuses the
+ * {@link Allocation} holders behind its buffers (a per-thread stash) and the
+ * memory (the thread cache), the recycling mode reuses buffer objects. None of
+ * it may let one buffer reach another's bytes.
+ */
+@Timeout(120)
+class HolderReuseTest {
+
+    private final List<SlabwiseAllocator> made = new ArrayList<>();
+
+    private SlabwiseAllocator allocator(boolean recycle) {
+        SlabwiseAllocator allocator = SlabwiseAllocator.builder().recycleBuffers(recycle).build();
+        made.add(allocator);
+        return allocator;
+    }
+
+    @AfterEach
+    void nothingLeftLive() {
+        for (SlabwiseAllocator allocator : made) {
+            PoolStats stats = allocator.stats();
+            assertEquals(0, stats.liveAllocations(), stats::report);
+            allocator.close();
+        }
+    }
+
+    /** The Slabwise buffer behind any leak-detection wrapper. */
+    private static SlabwiseDirectByteBuf unwrapped(ByteBuf buf) {
+        ByteBuf b = buf;
+        while (!(b instanceof SlabwiseDirectByteBuf)) {
+            b = b.unwrap();
+        }
+        return (SlabwiseDirectByteBuf) b;
+    }
+
+    private static void fill(ByteBuf buf, long seed) {
+        Random random = new Random(seed);
+        buf.clear();
+        while (buf.writableBytes() >= 8) {
+            buf.writeLong(random.nextLong());
+        }
+        while (buf.isWritable()) {
+            buf.writeByte(random.nextInt());
+        }
+    }
+
+    private static boolean holds(ByteBuf buf, long seed) {
+        Random random = new Random(seed);
+        int i = 0;
+        for (; i + 8 <= buf.capacity(); i += 8) {
+            if (buf.getLong(i) != random.nextLong()) {
+                return false;
+            }
+        }
+        for (; i < buf.capacity(); i++) {
+            if (buf.getByte(i) != (byte) random.nextInt()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Every access through a released buffer throws; nothing reads or writes the bytes of whoever holds them now. */
+    private static void assertStale(ByteBuf stale) {
+        assertThrows(IllegalReferenceCountException.class, stale::release);
+        assertThrows(IllegalReferenceCountException.class, () -> stale.getLong(0));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.getByte(7));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.setLong(0, -1L));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.getBytes(0, new byte[8]));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.setBytes(0, new byte[8]));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.nioBuffer(0, 8));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.capacity(16));
+        assertThrows(IllegalReferenceCountException.class, () -> stale.capacity(4096));
+        assertThrows(IllegalReferenceCountException.class, stale::retain);
+        assertThrows(IllegalReferenceCountException.class, () -> stale.slice(0, 8));
+        assertThrows(IllegalReferenceCountException.class, stale::duplicate);
+    }
+
+    /**
+     * A released buffer's holder and memory serve the next buffer on the same
+     * thread: the stale reference throws on every access and the new buffer's
+     * bytes stay as written. A slice of the stale buffer, taken before the
+     * release, throws too.
+     */
+    @Test
+    void staleReferenceNeverReachesTheBufferThatReusedItsHolder() {
+        SlabwiseAllocator allocator = allocator(false);
+        ByteBuf first = allocator.directBuffer(64);
+        fill(first, 1);
+        ByteBuf slice = first.slice(0, 32);
+        Allocation holder = unwrapped(first).allocation();
+        long address = holder.address();
+        assertTrue(first.release());
+        assertNull(unwrapped(first).allocation(), "a released buffer drops its holder");
+
+        ByteBuf second = allocator.directBuffer(64);
+        assertSame(holder, unwrapped(second).allocation(), "the holder is reused: the case under test");
+        assertEquals(address, unwrapped(second).allocation().address(), "and so is the memory");
+        fill(second, 2);
+        assertStale(first);
+        assertThrows(IllegalReferenceCountException.class, () -> slice.getLong(0));
+        assertThrows(IllegalReferenceCountException.class, () -> slice.setLong(0, 5));
+        assertTrue(holds(second, 2), "the new owner's bytes are untouched");
+        assertEquals(1, second.refCnt());
+        second.release();
+    }
+
+    /**
+     * The race checked: a buffer released on one thread whose holder and
+     * memory are then reused by that thread while another thread still holds a
+     * reference to it. The stale reference throws and never sees the new bytes.
+     */
+    @Test
+    void staleReferenceOnAnotherThreadNeverReachesTheReusedHolder() throws Exception {
+        SlabwiseAllocator allocator = allocator(false);
+        ExecutorService owner = Executors.newSingleThreadExecutor();
+        try {
+            ByteBuf stale = owner.submit(() -> {
+                ByteBuf buf = allocator.directBuffer(256);
+                fill(buf, 3);
+                return buf;
+            }).get();
+            Allocation holder = unwrapped(stale).allocation();
+            owner.submit(() -> stale.release()).get();
+            ByteBuf reused = owner.submit(() -> {
+                ByteBuf buf = allocator.directBuffer(256);
+                fill(buf, 4);
+                return buf;
+            }).get();
+            assertSame(holder, unwrapped(reused).allocation(), "the owner thread reused the holder");
+            assertStale(stale);
+            assertTrue(holds(reused, 4));
+            owner.submit(() -> reused.release()).get();
+        } finally {
+            owner.shutdown();
+            assertTrue(owner.awaitTermination(30, TimeUnit.SECONDS));
+        }
+    }
+
+    /** A holder freed on a thread other than its allocating one is not reused by either. */
+    @Test
+    void holderReleasedOnAnotherThreadIsNotReused() throws Exception {
+        SlabwiseAllocator allocator = allocator(false);
+        ByteBuf buf = allocator.directBuffer(64);
+        Allocation holder = unwrapped(buf).allocation();
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            other.submit(() -> buf.release()).get();
+            ByteBuf there = other.submit(() -> allocator.directBuffer(64)).get();
+            ByteBuf here = allocator.directBuffer(64);
+            assertNotSame(holder, unwrapped(there).allocation());
+            assertNotSame(holder, unwrapped(here).allocation());
+            here.release();
+            other.submit(() -> there.release()).get();
+        } finally {
+            other.shutdown();
+            assertTrue(other.awaitTermination(30, TimeUnit.SECONDS));
+        }
+    }
+
+    /**
+     * The race checked: producers allocate buffers (reusing holders and memory
+     * that their own earlier releases stashed), fill them with seeded content
+     * and hand most to consumers, which verify the content and release them on
+     * their own threads; the rest the producers release themselves. If a reused
+     * holder or memory ever backed two live buffers, a checksum would fail.
+     */
+    @Test
+    void crossThreadReleaseWithReuseKeepsEveryBuffersBytes() throws Exception {
+        runProducersAndConsumers(allocator(false), false, 20260101L);
+    }
+
+    /** The same in the recycling mode, where buffer objects are reused too. */
+    @Test
+    void crossThreadReleaseWithRecycledObjectsKeepsEveryBuffersBytes() throws Exception {
+        runProducersAndConsumers(allocator(true), true, 20260102L);
+    }
+
+    private static final int PRODUCERS = 2;
+    private static final int ROUNDS = 20_000;
+    private static final int[] SIZES = {16, 64, 100, 1024, 4097, 16384};
+
+    /** A buffer in flight and the seed of its content. */
+    private record Sent(ByteBuf buf, long seed) {
+    }
+
+    private static void runProducersAndConsumers(SlabwiseAllocator allocator, boolean recycle, long seed) throws Exception {
+        ExecutorService threads = Executors.newFixedThreadPool(PRODUCERS * 2);
+        CompletionService<Object> done = new ExecutorCompletionService<>(threads);
+        List<BlockingQueue<Sent>> queues = new ArrayList<>();
+        AtomicLong verified = new AtomicLong();
+        Sent end = new Sent(null, 0);
+        try {
+            int tasks = 0;
+            for (int p = 0; p < PRODUCERS; p++) {
+                BlockingQueue<Sent> queue = new ArrayBlockingQueue<>(64);
+                queues.add(queue);
+                long producerSeed = seed * 31 + p;
+                tasks++;
+                done.submit(() -> {
+                    Random random = new Random(producerSeed);
+                    ArrayDeque<Sent> local = new ArrayDeque<>();
+                    for (int i = 0; i < ROUNDS; i++) {
+                        ByteBuf buf = allocator.directBuffer(SIZES[random.nextInt(SIZES.length)]);
+                        long contentSeed = random.nextLong();
+                        fill(buf, contentSeed);
+                        Sent sent = new Sent(buf, contentSeed);
+                        if (random.nextInt(3) == 0) {
+                            local.add(sent);
+                            if (local.size() > 4) {
+                                Sent old = local.poll();
+                                assertTrue(holds(old.buf(), old.seed()), "a buffer kept on its own thread was overwritten");
+                                old.buf().release();
+                            }
+                        } else {
+                            queue.put(sent);
+                        }
+                    }
+                    for (Sent old : local) {
+                        assertTrue(holds(old.buf(), old.seed()));
+                        old.buf().release();
+                    }
+                    queue.put(end);
+                    return null;
+                });
+                tasks++;
+                done.submit(() -> {
+                    for (Sent sent = queue.take(); sent != end; sent = queue.take()) {
+                        assertTrue(holds(sent.buf(), sent.seed()), "a buffer handed over was overwritten");
+                        verified.incrementAndGet();
+                        sent.buf().release();
+                        if (!recycle) { // a recycled object may already be live again, as a later buffer
+                            assertStale(sent.buf());
+                        }
+                    }
+                    return null;
+                });
+            }
+            for (int i = 0; i < tasks; i++) {
+                Future<Object> finished = done.poll(100, TimeUnit.SECONDS);
+                assertTrue(finished != null, "a producer or consumer hung");
+                finished.get(); // the first failure fails the test; the others are interrupted below
+            }
+        } finally {
+            threads.shutdownNow();
+            assertTrue(threads.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        assertTrue(verified.get() > PRODUCERS * ROUNDS / 2, "most buffers crossed threads: " + verified.get());
+    }
+
+    /**
+     * The recycling mode hands out a released buffer object again, never one
+     * that is live: on one thread with many buffers live at once and in a
+     * seeded random order of allocations and releases, no object and no holder
+     * is ever given to two live buffers, and each keeps its bytes.
+     */
+    @Test
+    void recycledObjectsNeverAliasALiveBuffer() {
+        SlabwiseAllocator allocator = allocator(true);
+        Random random = new Random(77);
+        Set<SlabwiseDirectByteBuf> liveObjects = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<Allocation> liveHolders = Collections.newSetFromMap(new IdentityHashMap<>());
+        List<Sent> live = new ArrayList<>();
+        boolean reused = false;
+        Set<SlabwiseDirectByteBuf> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (int i = 0; i < 50_000; i++) {
+            if (live.isEmpty() || (live.size() < 64 && random.nextBoolean())) {
+                ByteBuf buf = allocator.directBuffer(SIZES[random.nextInt(SIZES.length)]);
+                SlabwiseDirectByteBuf object = unwrapped(buf);
+                assertTrue(liveObjects.add(object), "a live buffer object was handed out again");
+                assertTrue(liveHolders.add(object.allocation()), "a live holder was handed out again");
+                reused |= !seen.add(object);
+                long contentSeed = random.nextLong();
+                fill(buf, contentSeed);
+                live.add(new Sent(buf, contentSeed));
+            } else {
+                Sent sent = live.remove(random.nextInt(live.size()));
+                assertTrue(holds(sent.buf(), sent.seed()), "a live buffer was overwritten");
+                SlabwiseDirectByteBuf object = unwrapped(sent.buf());
+                liveObjects.remove(object);
+                liveHolders.remove(object.allocation());
+                sent.buf().release();
+            }
+        }
+        assertTrue(reused, "buffer objects were recycled: the case under test");
+        for (Sent sent : live) {
+            assertTrue(holds(sent.buf(), sent.seed()));
+            sent.buf().release();
+        }
+    }
+
+    /**
+     * A recycled buffer that moves to a new allocation when it grows frees the
+     * holder it came with, which goes back to the thread's stash at once: the
+     * next allocation must get a new object, never the live one that moved.
+     */
+    @Test
+    void recycledBufferThatMovedIsNotHandedOutWhileLive() {
+        SlabwiseAllocator allocator = allocator(true);
+        allocator.directBuffer(64).release();
+        ByteBuf grown = allocator.directBuffer(64);
+        SlabwiseDirectByteBuf object = unwrapped(grown);
+        grown.capacity(100_000); // another size class: moves, and frees the holder it came with
+        fill(grown, 9);
+        ByteBuf next = allocator.directBuffer(64);
+        assertNotSame(object, unwrapped(next), "a live buffer object was handed out again");
+        fill(next, 10);
+        assertTrue(holds(grown, 9), "the moved buffer's bytes were overwritten");
+        next.release();
+        grown.release();
+    }
+}
