@@ -626,16 +626,25 @@ public final class MemoryPool implements AutoCloseable {
 
     /** Bytes live allocations asked for. */
     public long requestedBytes() {
+        threadCaches.reclaimDeadIfAny();
         return counters().totalRequested();
     }
 
     /** Bytes set aside for live allocations (their size classes). */
     public long reservedBytes() {
+        threadCaches.reclaimDeadIfAny();
         return counters().totalReserved();
     }
 
-    /** Native memory currently taken from the chunk source. */
+    /**
+     * Native memory currently taken from the chunk source. Caches of threads
+     * that have died are given back to their arenas first (the scan for them
+     * allocates nothing when there are none), so the figure never counts
+     * memory only a dead thread's cache held; the decay thread does the same
+     * about once a second.
+     */
     public long committedBytes() {
+        threadCaches.reclaimDeadIfAny();
         return committed.committed();
     }
 

@@ -203,6 +203,20 @@ final class ThreadCaches {
         return reclaimDeadLocked();
     }
 
+    /**
+     * {@link #tryReclaimDead()} if a registered cache's thread has died, found
+     * by a scan that allocates nothing; for the pool's figures, so that they
+     * never count memory only a dead thread's cache held.
+     */
+    int reclaimDeadIfAny() {
+        for (ThreadCache cache : live) {
+            if (cache.isOwnerDead()) {
+                return tryReclaimDead();
+            }
+        }
+        return 0;
+    }
+
     /** {@link #reclaimDead()} unless a snapshot is being read; then nothing, at once (allocation paths). */
     int tryReclaimDead() {
         return foldLock.tryLock() ? reclaimDeadLocked() : 0;
