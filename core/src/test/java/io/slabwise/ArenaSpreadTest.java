@@ -148,18 +148,7 @@ class ArenaSpreadTest {
     @Test
     void deadThreadsCachesGoBackOnTheScheduleWithoutStats() throws Exception {
         ManualTime time = new ManualTime();
-        int threads = 4;
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).chunkSize(CHUNK).maxIdleChunksPerArena(0)
-                .idleChunkDecay(Duration.ofSeconds(10)).ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
-        onThreads(threads, new CyclicBarrier(threads), () -> {
-            List<Allocation> held = new ArrayList<>();
-            for (int i = 0; i < 64; i++) {
-                Allocation a = new Allocation();
-                pool.allocate(512, a);
-                held.add(a);
-            }
-            held.forEach(pool::free); // into this thread's cache, which keeps the chunks in use
-        });
+        MemoryPool pool = poolWithDeadThreadsCaches(time);
         // read what the pool holds without asking for its figures, which reclaim dead threads' caches themselves
         CommittedMemory memory = PoolMemory.of(pool);
         assertTrue(memory.committed() > 0, "the dead threads' caches hold chunks");
@@ -174,7 +163,21 @@ class ArenaSpreadTest {
      */
     @Test
     void figuresReadAfterThreadsDieDoNotCountTheirCaches() throws Exception {
-        ManualTime time = new ManualTime();
+        MemoryPool pool = poolWithDeadThreadsCaches(new ManualTime());
+        CommittedMemory memory = PoolMemory.of(pool);
+        assertTrue(memory.committed() > 0, "the dead threads' caches hold chunks");
+        assertEquals(0, pool.committedBytes(), "committed bytes, read after the threads died");
+        assertEquals(0, pool.reservedBytes());
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, memory.committed(), "the chunks went back to the source");
+    }
+
+    /**
+     * A pool on {@code time} whose only memory is what four threads, now
+     * ended, left in their caches: each allocated 64 small buffers and freed
+     * them, into its own cache, which keeps the chunks in use.
+     */
+    private static MemoryPool poolWithDeadThreadsCaches(ManualTime time) throws InterruptedException {
         int threads = 4;
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).chunkSize(CHUNK).maxIdleChunksPerArena(0)
                 .idleChunkDecay(Duration.ofSeconds(10)).ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
@@ -187,12 +190,7 @@ class ArenaSpreadTest {
             }
             held.forEach(pool::free);
         });
-        CommittedMemory memory = PoolMemory.of(pool);
-        assertTrue(memory.committed() > 0, "the dead threads' caches hold chunks");
-        assertEquals(0, pool.committedBytes(), "committed bytes, read after the threads died");
-        assertEquals(0, pool.reservedBytes());
-        assertEquals(0, pool.requestedBytes());
-        assertEquals(0, memory.committed(), "the chunks went back to the source");
+        return pool;
     }
 
     private final List<Thread> started = new ArrayList<>();

@@ -170,50 +170,40 @@ enum AllocatorUnderTest {
     /**
      * Slabwise as a drop-in replacement for Netty's allocator: every kind of
      * buffer from {@code directBuffer}, the general pool, as when the only
-     * change is {@code ChannelOption.ALLOCATOR}.
+     * change is {@code ChannelOption.ALLOCATOR}; served as Netty's allocators
+     * are, with the pool's reserved bytes, trim and report.
      */
-    private static final class DropInSource implements BufferSource {
-        private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().build();
+    private static final class DropInSource extends NettySource {
+        private final SlabwiseAllocator slabwise;
 
-        @Override
-        public ByteBuf logBuffer(int size) {
-            return allocator.directBuffer(size);
+        DropInSource() {
+            this(SlabwiseAllocator.builder().build());
         }
 
-        @Override
-        public ByteBuf blockBuffer(int size) {
-            return allocator.directBuffer(size);
-        }
-
-        @Override
-        public ByteBuf generalBuffer(int size) {
-            return allocator.directBuffer(size);
-        }
-
-        @Override
-        public long committedBytes() {
-            return allocator.pool().committedBytes();
+        private DropInSource(SlabwiseAllocator slabwise) {
+            super(slabwise);
+            this.slabwise = slabwise;
         }
 
         @Override
         public long reservedBytes() {
-            return allocator.pool().reservedBytes();
+            return slabwise.pool().reservedBytes();
         }
 
         @Override
         public boolean trim() {
-            allocator.trim();
+            slabwise.trim();
             return true;
         }
 
         @Override
         public String report() {
-            return allocator.stats().report();
+            return slabwise.stats().report();
         }
     }
 
-    /** One of Netty's allocators, the same for every kind of buffer. */
-    private static final class NettySource implements BufferSource {
+    /** One of Netty's allocators (or any {@code ByteBufAllocator}), the same for every kind of buffer. */
+    private static class NettySource implements BufferSource {
         private final ByteBufAllocator allocator;
 
         NettySource(ByteBufAllocator allocator) {
