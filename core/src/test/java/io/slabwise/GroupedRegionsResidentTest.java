@@ -5,17 +5,10 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -33,24 +26,8 @@ class GroupedRegionsResidentTest {
     @Test
     @EnabledOnOs(OS.LINUX)
     void chunksGivenBackLeaveTheProcess() throws Exception {
-        String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> command = new ArrayList<>(List.of(javaBinary, "-Xmx64m", "-XX:MaxDirectMemorySize=2g",
-                "-Dslabwise.noMappedChunks=true", "-cp", System.getProperty("java.class.path"),
-                GroupedResidentMain.class.getName(), "64"));
-        ProcessBuilder builder = new ProcessBuilder(command);
-        builder.environment().keySet().removeIf(name -> name.startsWith("MALLOC_"));
-        builder.redirectErrorStream(true);
-        Process process = builder.start();
-        String last = null;
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = out.readLine()) != null) {
-                last = line;
-            }
-        }
-        assertTrue(process.waitFor(100, TimeUnit.SECONDS), "the forked JVM did not finish");
-        assertEquals(0, process.exitValue(), "forked JVM failed: " + last);
-        assertNotNull(last);
+        String last = ForkedJvm.lastLine(ForkedJvm.run(List.of("-Xmx64m", "-XX:MaxDirectMemorySize=2g", "-Dslabwise.noMappedChunks=true"),
+                true, GroupedResidentMain.class, "64"));
         String[] fields = last.trim().split(" ");
         List<Long> figures = Arrays.stream(fields).limit(4).map(Long::parseLong).toList();
         String report = "baseline " + figures.get(0) / MIB + " MiB, peak " + figures.get(1) / MIB + " MiB, after "

@@ -3,14 +3,8 @@ package io.slabwise;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -26,27 +20,11 @@ class PoolEventsDormantTest {
 
     @Test
     void noEventClassIsLoadedWithoutARecorder() throws Exception {
-        String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        ProcessBuilder builder = new ProcessBuilder(List.of(javaBinary, "-Xmx64m", "-Xlog:class+load=info",
-                "-cp", System.getProperty("java.class.path"), Workload.class.getName()));
-        builder.redirectErrorStream(true);
-        Process process = builder.start();
-        String output;
-        try (InputStream in = process.getInputStream()) {
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-            in.transferTo(bytes);
-            output = bytes.toString(StandardCharsets.UTF_8);
-        }
-        assertTrue(process.waitFor(100, TimeUnit.SECONDS), "the forked JVM did not finish");
-        assertEquals(0, process.exitValue(), output);
-        assertTrue(output.contains("workload done"), "the workload ran: " + tail(output));
-        assertTrue(output.contains("io.slabwise.CommittedMemory "), "the class log is there: " + tail(output));
+        String output = ForkedJvm.run(List.of("-Xmx64m", "-Xlog:class+load=info"), false, Workload.class);
+        assertTrue(output.contains("workload done"), "the workload ran: " + ForkedJvm.tail(output));
+        assertTrue(output.contains("io.slabwise.CommittedMemory "), "the class log is there: " + ForkedJvm.tail(output));
         assertFalse(output.contains("io.slabwise.PoolEvents$"), "an event class was loaded");
         assertFalse(output.contains("jdk.jfr.internal."), "the flight recorder's machinery was started");
-    }
-
-    private static String tail(String output) {
-        return output.substring(Math.max(0, output.length() - 2000));
     }
 
     /** A pool's whole life on the slow paths that emit events. */

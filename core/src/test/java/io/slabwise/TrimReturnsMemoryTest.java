@@ -5,16 +5,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -50,23 +44,9 @@ class TrimReturnsMemoryTest {
 
     /** Runs the workload in a JVM like this one, on the same class path, with {@code jvmOptions}. */
     private static void runAndCheck(String expectedSource, String... jvmOptions) throws Exception {
-        String javaBinary = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> command = new java.util.ArrayList<>(List.of(javaBinary, "-Xmx128m", "-XX:MaxDirectMemorySize=2g"));
-        command.addAll(List.of(jvmOptions));
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), TrimResidentMain.class.getName(), "384"));
-        ProcessBuilder builder = new ProcessBuilder(command);
-        builder.redirectErrorStream(true);
-        Process process = builder.start();
-        String last = null;
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = out.readLine()) != null) {
-                last = line;
-            }
-        }
-        assertTrue(process.waitFor(120, TimeUnit.SECONDS), "the forked JVM did not finish");
-        assertEquals(0, process.exitValue(), "forked JVM failed: " + last);
-        assertNotNull(last);
+        List<String> options = new java.util.ArrayList<>(List.of("-Xmx128m", "-XX:MaxDirectMemorySize=2g"));
+        options.addAll(List.of(jvmOptions));
+        String last = ForkedJvm.lastLine(ForkedJvm.run(options, false, TrimResidentMain.class, "384"));
         String[] fields = last.trim().split(" ");
         assertEquals(expectedSource, fields[4], "chunk source");
         List<Long> figures = Arrays.stream(fields).limit(4).map(Long::parseLong).toList();
