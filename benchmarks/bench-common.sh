@@ -32,6 +32,17 @@ default_allocators() {
   echo "slabwise${recycle:+ $recycle} pooled adaptive"
 }
 
+# jmh_mode MODE [FORKS]: sets the arrays/values timing and forks of a run mode (smoke, quick or full), or
+# exits with a usage line naming the calling script.
+jmh_mode() {
+  case ${1:-quick} in
+    smoke) timing=(-wi 1 -w 500ms -i 2 -r 500ms); forks=${2:-1} ;;
+    quick) timing=(-wi 3 -w 1s -i 5 -r 1s); forks=${2:-1} ;;
+    full) timing=(-wi 5 -w 2s -i 10 -r 2s); forks=${2:-3} ;;
+    *) echo "usage: $0 [smoke|quick|full] [forks]" >&2; exit 2 ;;
+  esac
+}
+
 # The 1-minute load average.
 load1() { cut -d' ' -f1 /proc/loadavg; }
 

@@ -24,12 +24,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=benchmarks/bench-common.sh
 source benchmarks/bench-common.sh
 mode=${1:-quick}
-case $mode in
-  smoke) timing=(-wi 1 -w 500ms -i 2 -r 500ms); forks=${2:-1} ;;
-  quick) timing=(-wi 3 -w 1s -i 5 -r 1s); forks=${2:-1} ;;
-  full) timing=(-wi 5 -w 2s -i 10 -r 2s); forks=${2:-3} ;;
-  *) echo "usage: $0 [smoke|quick|full] [forks]" >&2; exit 2 ;;
-esac
+jmh_mode "$@"
 allocators=${ALLOCATORS:-$(default_allocators)}
 sizes=${SIZES:-64,1024,4097,8193,65536,1048576,4194304}
 kinds=${THREAD_KINDS:-fast platform virtual}
