@@ -36,30 +36,6 @@ class ArenaSpreadTest {
         return bound;
     }
 
-    /** Runs {@code work} on {@code threads} threads that start together, and waits for them all. */
-    private static void onThreads(int threads, CyclicBarrier start, Runnable work) throws InterruptedException {
-        List<Thread> all = new ArrayList<>();
-        List<Throwable> failures = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            Thread thread = new Thread(() -> {
-                try {
-                    start.await();
-                    work.run();
-                } catch (Throwable e) {
-                    synchronized (failures) {
-                        failures.add(e);
-                    }
-                }
-            });
-            all.add(thread);
-            thread.start();
-        }
-        for (Thread thread : all) {
-            thread.join();
-        }
-        assertTrue(failures.isEmpty(), "failures: " + failures);
-    }
-
     /**
      * Four threads allocate a little, at once: they all share the first
      * arena. Then each in turn takes four chunks' worth of runs: as the
@@ -177,11 +153,11 @@ class ArenaSpreadTest {
      * ended, left in their caches: each allocated 64 small buffers and freed
      * them, into its own cache, which keeps the chunks in use.
      */
-    private static MemoryPool poolWithDeadThreadsCaches(ManualTime time) throws InterruptedException {
+    private MemoryPool poolWithDeadThreadsCaches(ManualTime time) throws InterruptedException {
         int threads = 4;
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).chunkSize(CHUNK).maxIdleChunksPerArena(0)
                 .idleChunkDecay(Duration.ofSeconds(10)).ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
-        onThreads(threads, new CyclicBarrier(threads), () -> {
+        onThreadsAsync(threads, new CyclicBarrier(threads), () -> {
             List<Allocation> held = new ArrayList<>();
             for (int i = 0; i < 64; i++) {
                 Allocation a = new Allocation();
@@ -190,12 +166,14 @@ class ArenaSpreadTest {
             }
             held.forEach(pool::free);
         });
+        joinAll();
         return pool;
     }
 
     private final List<Thread> started = new ArrayList<>();
     private final List<Throwable> failures = new ArrayList<>();
 
+    /** Starts {@code work} on {@code threads} threads that start together; {@link #joinAll} waits for them. */
     private void onThreadsAsync(int threads, CyclicBarrier start, Runnable work) {
         for (int t = 0; t < threads; t++) {
             Thread thread = new Thread(() -> {
