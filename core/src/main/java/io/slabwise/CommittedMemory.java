@@ -218,23 +218,11 @@ final class CommittedMemory {
         if (!limit.tryCommit(RegionGroups.GROUP_SIZE)) {
             return null;
         }
-        NativeRegion backing;
         try {
-            backing = source.allocate(RegionGroups.GROUP_SIZE);
+            return new RegionGroups.Group(takeCommitted(RegionGroups.GROUP_SIZE));
         } catch (OutOfMemoryError e) { // the JVM's limit, reached by someone else meanwhile: try the region on its own
-            limit.uncommit(RegionGroups.GROUP_SIZE);
             return null;
-        } catch (RuntimeException | Error e) {
-            limit.uncommit(RegionGroups.GROUP_SIZE);
-            throw e;
         }
-        if (backing.size() != RegionGroups.GROUP_SIZE) {
-            source.release(backing);
-            limit.uncommit(RegionGroups.GROUP_SIZE);
-            throw new IllegalStateException("chunk source returned " + backing.size() + " bytes for " + RegionGroups.GROUP_SIZE);
-        }
-        fromSource.add(backing);
-        return new RegionGroups.Group(backing);
     }
 
     /** Takes a region on its own from the chunk source. */
@@ -242,6 +230,19 @@ final class CommittedMemory {
         if (!limit.tryCommit(size)) {
             throw CeilingReached.INSTANCE;
         }
+        NativeRegion region = takeCommitted(size);
+        regions.put(region, new Held(kind, null, budgeted));
+        regionBytes.addAndGet(size);
+        PoolEvents.chunkCommitted(size, kind, limit.committed());
+        return region;
+    }
+
+    /**
+     * Takes {@code size} bytes from the chunk source, already counted by
+     * {@code limit.tryCommit}: whatever fails (the source throws, or returns
+     * another size) uncommits them again and is thrown.
+     */
+    private NativeRegion takeCommitted(int size) {
         NativeRegion region;
         try {
             region = source.allocate(size);
@@ -255,9 +256,6 @@ final class CommittedMemory {
             throw new IllegalStateException("chunk source returned " + region.size() + " bytes for " + size);
         }
         fromSource.add(region);
-        regions.put(region, new Held(kind, null, budgeted));
-        regionBytes.addAndGet(size);
-        PoolEvents.chunkCommitted(size, kind, limit.committed());
         return region;
     }
 

@@ -370,7 +370,12 @@ public final class MemoryPool implements AutoCloseable {
         checkRequest(requested);
         checkCategory(category);
         checkNotLive(out);
-        return returnFalseAtLimit
+        return admitGeneral(category, requested, out, returnFalseAtLimit);
+    }
+
+    /** The general pool's admission of a checked request: never waiting at a limit with {@code noWaitAtLimit}. */
+    private boolean admitGeneral(Category category, int requested, Allocation out, boolean noWaitAtLimit) {
+        return noWaitAtLimit
                 ? admission.tryAdmit(generalAttempt, category, requested, out)
                 : admission.admit(generalAttempt, category, requested, out);
     }
@@ -391,10 +396,7 @@ public final class MemoryPool implements AutoCloseable {
         checkRequest(requested);
         checkCategory(category);
         Allocation out = threadCaches.current().takeHolder();
-        boolean done = returnNullAtLimit
-                ? admission.tryAdmit(generalAttempt, category, requested, out)
-                : admission.admit(generalAttempt, category, requested, out);
-        return done ? out : null;
+        return admitGeneral(category, requested, out, returnNullAtLimit) ? out : null;
     }
 
     static void checkNotLive(Allocation out) {
