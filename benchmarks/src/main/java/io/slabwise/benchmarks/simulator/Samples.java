@@ -136,17 +136,8 @@ final class Samples {
     }
 
     /** The mean committed/requested over the second half of the samples: the steady state. */
-    synchronized double steadyOverhead() {
-        double sum = 0;
-        int n = 0;
-        for (int i = samples.size() / 2; i < samples.size(); i++) {
-            double o = samples.get(i).overhead();
-            if (!Double.isNaN(o)) {
-                sum += o;
-                n++;
-            }
-        }
-        return n == 0 ? Double.NaN : sum / n;
+    double steadyOverhead() {
+        return meanOverhead(0.5, 1.0);
     }
 
     /**
