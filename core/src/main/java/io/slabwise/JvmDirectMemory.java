@@ -25,13 +25,17 @@ final class JvmDirectMemory {
      * memory meanwhile). True when that pool cannot be read.
      */
     static boolean hasRoomFor(long bytes) {
-        BufferPoolMXBean direct = Holder.DIRECT_POOL;
+        BufferPoolMXBean direct = DirectPool.BEAN;
         return direct == null || direct.getMemoryUsed() + bytes <= max();
     }
 
     private static final class Holder {
         static final long MAX = readMax();
-        static final BufferPoolMXBean DIRECT_POOL = findDirectPool();
+    }
+
+    /** Found at the first {@link #hasRoomFor}, not with {@link Holder#MAX}: pools of mapped chunks never ask. */
+    private static final class DirectPool {
+        static final BufferPoolMXBean BEAN = findDirectPool();
     }
 
     private static BufferPoolMXBean findDirectPool() {
