@@ -202,9 +202,15 @@ final class Arena {
         return n;
     }
 
-    /** The first subpage of a class with a free element; a new one when {@code mayCreate} and there is none. */
+    /**
+     * The first subpage of a class with a free element outside the chunks
+     * being evacuated; a new one when {@code mayCreate} and there is none.
+     */
     private Subpage subpageWithFree(int sizeIndex, boolean mayCreate) {
         Subpage subpage = subpageHeads[sizeIndex];
+        while (subpage != null && subpage.chunk.evacuating) {
+            subpage = subpage.next; // only while a compaction runs
+        }
         if (subpage == null && mayCreate) {
             int runPages = sizes.subpageRunPages(sizeIndex);
             Chunk chunk = chunkWithRun(runPages);
@@ -362,18 +368,21 @@ final class Arena {
         if (chunk.isEmpty()) {
             chunk.idleSinceNanos = ticker.read();
             idleChunks++;
-            if (idleChunks > maxIdleChunks) {
+            if (chunk.evacuating || idleChunks > maxIdleChunks) { // a chunk being evacuated was emptied to go back
                 releaseChunk(chunk);
             }
         }
     }
 
-    /** The oldest chunk with a free run of {@code runPages}; a new chunk if none has one. */
+    /**
+     * The oldest chunk with a free run of {@code runPages} that is not being
+     * evacuated; a new chunk if none has one.
+     */
     private Chunk chunkWithRun(int runPages) {
         Chunk best = null;
         for (int i = 0, n = chunks.size(); i < n; i++) {
             Chunk chunk = chunks.get(i); // oldest first
-            if (chunk.freePages >= runPages && chunk.longestFreeRun() >= runPages) {
+            if (chunk.freePages >= runPages && !chunk.evacuating && chunk.longestFreeRun() >= runPages) {
                 best = chunk;
                 break;
             }
@@ -442,6 +451,56 @@ final class Arena {
             }
         }
         return released;
+    }
+
+    /**
+     * Adds to {@code out} the chunks of this arena that hold something but at
+     * most {@code maxUsedBytes} (handed out to buffers or thread caches),
+     * after applying the frees other threads handed over; for a compaction
+     * to choose from. Whole chunks lent to a sequential allocator are full,
+     * so never among them.
+     */
+    synchronized void sparseChunks(long maxUsedBytes, List<Chunk> out) {
+        drainRemoteFrees(remoteFrees.capacity());
+        for (Chunk chunk : chunks) {
+            if (!chunk.isEmpty() && chunk.usedBytes <= maxUsedBytes) {
+                out.add(chunk);
+            }
+        }
+    }
+
+    /** Bytes of {@code chunk}, one of this arena's, handed out now. */
+    synchronized long usedBytes(Chunk chunk) {
+        return chunk.usedBytes;
+    }
+
+    /** Starts evacuating {@code chunk}, unless it emptied or went back meanwhile; returns whether it did. */
+    synchronized boolean startEvacuation(Chunk chunk) {
+        if (chunksById[chunk.id] != chunk || chunk.isEmpty()) {
+            return false;
+        }
+        chunk.evacuating = true;
+        return true;
+    }
+
+    /**
+     * Ends the evacuation of {@code chunk}: a chunk it emptied goes back to
+     * the chunk source at once (that is what it was emptied for), one still
+     * holding memory becomes an ordinary chunk again.
+     *
+     * @return whether the chunk was emptied (it went back, now or before)
+     */
+    synchronized boolean endEvacuation(Chunk chunk) {
+        drainRemoteFrees(remoteFrees.capacity());
+        chunk.evacuating = false;
+        if (chunksById[chunk.id] != chunk) {
+            return true; // released already, as an idle chunk beyond the ones kept
+        }
+        if (chunk.isEmpty()) {
+            releaseChunk(chunk);
+            return true;
+        }
+        return false;
     }
 
     /** Chunks with nothing allocated. */

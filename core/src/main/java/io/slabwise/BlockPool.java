@@ -228,6 +228,81 @@ public final class BlockPool {
         public boolean resizeInPlace(Allocation allocation, int newRequested) {
             return newRequested > 0 && newRequested <= allocation.reserved; // at 0 it moves: no slot or slice pinned by an empty buffer
         }
+
+        @Override
+        public boolean allocateForMove(Allocation from, Allocation to) {
+            return false; // a payload moves whole: see allocateForMove(int)
+        }
+    }
+
+    /**
+     * The parts of a new payload of {@code size} bytes for a compaction's
+     * move of a payload of this pool: as {@link #allocate}, but null at a
+     * limit whatever the category's policy (never waits), and never in a
+     * block being evacuated.
+     */
+    List<Allocation> allocateForMove(int size) {
+        PayloadAttempt attempt = new PayloadAttempt();
+        return admission.tryAdmit(attempt, category, size, null) ? attempt.parts : null;
+    }
+
+    /**
+     * Adds to {@code out} the blocks cut into sub-blocks whose sub-blocks in
+     * use hold at most {@code maxUsedBytes} (a sub-block cut into mini-blocks
+     * counts whole), for a compaction to choose from. Moved payloads take
+     * their sub-blocks and mini-blocks from other blocks, so an evacuated
+     * block empties and goes back to the operating system.
+     */
+    void sparseBlocks(long maxUsedBytes, List<Compaction.Victim> out) {
+        for (Stripe stripe : subBlocks.stripes) {
+            synchronized (stripe) {
+                for (SlotRegion head : stripe.byFree) {
+                    for (SlotRegion region = head; region != null; region = region.next) {
+                        long used = (long) (subBlocks.slotsPerRegion - region.free()) * subBlocks.slotSize;
+                        if (used > 0 && used <= maxUsedBytes) {
+                            out.add(sparseBlock(region, used));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** A block cut into sub-blocks ({@code region}) as a compaction's victim. */
+    private Compaction.Victim sparseBlock(SlotRegion region, long used) {
+        Chunk block = region.memory.chunk;
+        return new Compaction.Victim(block, used) {
+            @Override
+            boolean start() {
+                block.evacuating = true;
+                if (!region.memory.isLive()) { // emptied meanwhile
+                    block.evacuating = false;
+                    return false;
+                }
+                return true;
+            }
+
+            @Override
+            boolean end() {
+                block.evacuating = false;
+                if (region.memory.isLive()) {
+                    return false;
+                }
+                releaseIdleBlock(block); // emptied: back to the operating system, not kept idle
+                return true;
+            }
+        };
+    }
+
+    /** Gives back the idle block whose region is {@code block}, if it is idle. */
+    private void releaseIdleBlock(Chunk block) {
+        for (SlotRegion idle : idleBlocks) {
+            if (idle.memory.chunk == block && idleBlocks.removeFirstOccurrence(idle)) {
+                idleBlockCount.decrementAndGet();
+                chunks.releaseBlockRegion(idle.memory);
+                return;
+            }
+        }
     }
 
     /** Gives every idle block back to the operating system; returns how many. */
@@ -290,6 +365,16 @@ public final class BlockPool {
     private record SlotToken(SlotRegion region, int slot) {
     }
 
+    /** Whether {@code allocation} is a part of a block pool payload. */
+    static boolean isPart(Allocation allocation) {
+        return allocation.releaserToken instanceof SlotToken;
+    }
+
+    /** The block pool of a payload part (see {@link #isPart}). */
+    static BlockPool poolOf(Allocation part) {
+        return ((SlotToken) part.releaserToken).region.owner().pool();
+    }
+
     /**
      * The regions of one slot size, spread over stripes. Without a
      * {@code parent} a region is a block of its own from the chunk source
@@ -301,6 +386,11 @@ public final class BlockPool {
         final int slotsPerRegion;
         final Stripe[] stripes;
         final SlotSize parent;
+
+        /** The pool these slots belong to. */
+        BlockPool pool() {
+            return BlockPool.this;
+        }
 
         SlotSize(int slotSize, int regionSize, int stripeCount, SlotSize parent) {
             this.slotSize = slotSize;
@@ -364,6 +454,7 @@ public final class BlockPool {
         private void releaseRegion(SlotRegion region) {
             Allocation memory = region.memory;
             if (parent == null) {
+                memory.chunk.evacuating = false; // emptied: reused or given back as an ordinary block
                 if (!keepIdleBlock(region)) {
                     chunks.releaseBlockRegion(memory);
                 }
@@ -433,16 +524,27 @@ public final class BlockPool {
          */
         SlotRegion regionFor(int want) {
             for (int free = Math.min(want, byFree.length - 1); free < byFree.length; free++) {
-                if (byFree[free] != null) {
-                    return byFree[free];
+                SlotRegion region = usable(byFree[free]);
+                if (region != null) {
+                    return region;
                 }
             }
             for (int free = 1; free < want && free < byFree.length; free++) {
-                if (byFree[free] != null) {
-                    return byFree[free];
+                SlotRegion region = usable(byFree[free]);
+                if (region != null) {
+                    return region;
                 }
             }
             return null;
+        }
+
+        /** The first region from {@code head} on that is not in a block being evacuated; null if none. */
+        private SlotRegion usable(SlotRegion head) {
+            SlotRegion region = head;
+            while (region != null && region.memory.chunk.evacuating) {
+                region = region.next; // only while a compaction runs
+            }
+            return region;
         }
 
         /** Starts holding a new region, all of it free. */

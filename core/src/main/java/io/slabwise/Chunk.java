@@ -64,6 +64,15 @@ final class Chunk {
     long usedBytes;
     /** When the chunk last became completely free, in {@link System#nanoTime()} units. */
     long idleSinceNanos;
+    /**
+     * Whether a compaction is emptying this chunk (see {@link Compaction}):
+     * nothing new is placed in it, and memory freed in it goes straight back
+     * to its arena instead of into a thread cache. Set and cleared by the
+     * compaction, under the arena's lock for an arena chunk; read by any
+     * thread, so an allocation racing with the setting may still land in it
+     * (it is then moved by the next compaction).
+     */
+    volatile boolean evacuating;
 
     Chunk(Arena arena, NativeRegion region, int id, int pageShift) {
         this.arena = arena;

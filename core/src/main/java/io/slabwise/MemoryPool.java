@@ -72,6 +72,8 @@ public final class MemoryPool implements AutoCloseable {
     private static final Cleaner CLEANER = Cleaner.create();
     /** How often idle memory is checked for decay. */
     private static final Duration DECAY_PERIOD = Duration.ofSeconds(1);
+    /** The shortest time between two compactions made by allocations refused at the ceiling. */
+    private static final long CEILING_COMPACTION_GAP = Duration.ofMillis(100).toNanos();
 
     private final PoolConfig config;
     private final SizeClasses sizes;
@@ -95,6 +97,10 @@ public final class MemoryPool implements AutoCloseable {
     private final ConcurrentHashMap<String, SequentialAllocator> sequentialAllocators = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, BlockPool> blockPools = new ConcurrentHashMap<>();
     private final Attempt generalAttempt = this::tryGeneral;
+    /** Chooses and marks the chunks to empty; the owners' relocators move what lives in them. */
+    private final Compaction compaction;
+    /** When the last compaction at the ceiling started, in ticker nanoseconds; they are at most one per {@link #CEILING_COMPACTION_GAP}. */
+    private final java.util.concurrent.atomic.AtomicLong lastCeilingCompaction = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
 
     /** Builds a pool from a configuration; see {@link PoolConfig#builder()}. */
     public MemoryPool(PoolConfig config) {
@@ -110,8 +116,10 @@ public final class MemoryPool implements AutoCloseable {
         this.threadCaches = new ThreadCaches(limit, arenas, config);
         this.idle = new IdleMemory(arenas, threadCaches, committed, config, sequentialAllocators.values(),
                 blockPools.values());
-        this.admission = new Admission(config, limit, idle::reclaimAll, this::counters);
+        this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
+        this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
+                admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, sizes.chunkSize());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);
@@ -193,7 +201,81 @@ public final class MemoryPool implements AutoCloseable {
      * @return the number of chunks and blocks given back
      */
     int decay() {
-        return idle.decay();
+        int given = idle.decay();
+        long budget = config.compactionBytesPerSecond();
+        if (budget > 0 && !admission.isClosed()) {
+            compaction.compact(Compaction.DEFAULT_MAX_OCCUPANCY, budget * DECAY_PERIOD.toSeconds(), false, "background");
+        }
+        return given;
+    }
+
+    /**
+     * Before an allocation is refused at the ceiling: idle memory goes back,
+     * and (at most once every 100 ms, never waiting for a compaction under
+     * way) relocatable entries move out of sparse chunks so that those go
+     * back too.
+     */
+    private void reclaimForCeiling() {
+        idle.reclaimAll();
+        if (compaction.hasRelocators()) {
+            long now = config.ticker().read();
+            long last = lastCeilingCompaction.get();
+            if ((last == Long.MIN_VALUE || now - last >= CEILING_COMPACTION_GAP) && lastCeilingCompaction.compareAndSet(last, now)) {
+                compaction.compact(Compaction.DEFAULT_MAX_OCCUPANCY, Long.MAX_VALUE, false, "ceiling");
+            }
+        }
+    }
+
+    /**
+     * Registers the {@link Relocator} of a category: the owner of its
+     * entries, which moves them when a compaction asks. With null, removes
+     * it; the category's memory then never moves again. Only entries of a
+     * category with a relocator are ever moved, and only by that relocator.
+     *
+     * @return the relocator it replaced, or null
+     * @throws IllegalArgumentException for a category of another pool
+     */
+    public Relocator setRelocator(String categoryName, Relocator relocator) {
+        return compaction.setRelocator(category(categoryName), relocator);
+    }
+
+    /**
+     * Compacts with the defaults: chunks at most half used, no limit on the
+     * bytes moved. See {@link #compact(double, long)}.
+     */
+    public CompactionStats compact() {
+        return compact(Compaction.DEFAULT_MAX_OCCUPANCY, Long.MAX_VALUE);
+    }
+
+    /**
+     * Empties sparsely used chunks by having the owners of the entries in them
+     * move those entries elsewhere, so that the chunks go back to the
+     * operating system. Chosen, least used first while their bytes in use fit
+     * {@code maxBytesToMove}: general-pool chunks, sequential allocators'
+     * pinned chunks and block pools' cut blocks whose bytes in use are at most
+     * {@code maxOccupancy} of their size, of categories with a
+     * {@link Relocator} (general-pool chunks hold every category; only the
+     * relocatable entries in them move). Each relocator is called once, on
+     * this thread. A chunk whose entries all moved goes back at once, or,
+     * when readers still hold old memory, as soon as the last of them
+     * releases it. Entries of other categories never move. Waits for a
+     * compaction under way; returns {@link CompactionStats#NONE} when called
+     * from a relocator, or when no category has a relocator.
+     *
+     * @param maxOccupancy   chunks used at most this much are emptied: from 0 to under 1
+     * @param maxBytesToMove the budget: bytes in use of the chunks chosen, and bytes the owners may move
+     * @return what this compaction did
+     * @throws IllegalArgumentException for an occupancy out of range or a negative budget
+     * @throws IllegalStateException    when a relocator threw (the others still ran; every chunk is unmarked)
+     */
+    public CompactionStats compact(double maxOccupancy, long maxBytesToMove) {
+        admission.checkOpen();
+        return compaction.compact(maxOccupancy, maxBytesToMove, true, "compact");
+    }
+
+    /** Every compaction of this pool so far, added up: explicit, background and at the ceiling. */
+    public CompactionStats compactionTotals() {
+        return compaction.totals();
     }
 
     /**
@@ -407,6 +489,11 @@ public final class MemoryPool implements AutoCloseable {
 
     /** One try at the general pool: {@link Attempt#DONE}, or why it was refused. */
     private int tryGeneral(Category category, int requested, Allocation out) {
+        return tryGeneral(category, requested, out, false);
+    }
+
+    /** One try at the general pool, past the thread cache with {@code pastCache} (a compaction's move). */
+    private int tryGeneral(Category category, int requested, Allocation out, boolean pastCache) {
         boolean huge = requested > sizes.chunkSize();
         int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
         int reserved = huge ? roundToPage(requested) : sizes.size(sizeIndex);
@@ -418,6 +505,8 @@ public final class MemoryPool implements AutoCloseable {
             ThreadCache cache = out.owner != null ? out.owner : threadCaches.current();
             if (huge) {
                 allocateHuge(cache, category, requested, out);
+            } else if (pastCache) {
+                cache.allocateFromArena(category, requested, sizeIndex, out);
             } else {
                 cache.allocate(category, requested, sizeIndex, out);
             }
@@ -500,8 +589,9 @@ public final class MemoryPool implements AutoCloseable {
             allocation.clear();
             if (chunk.huge) {
                 freeHuge(chunk);
-            } else if (closed || admission.hasWaiters()) {
-                chunk.arena.free(chunk, handle); // closed, or someone waits for memory: not into this thread's cache
+            } else if (closed || chunk.evacuating || admission.hasWaiters()) {
+                // closed, a chunk being emptied, or someone waits for memory: not into this thread's cache
+                chunk.arena.free(chunk, handle);
             } else {
                 // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
                 (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);

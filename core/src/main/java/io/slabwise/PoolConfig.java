@@ -29,6 +29,7 @@ import java.util.function.BooleanSupplier;
  *       maximum direct memory with mapped chunks (see {@link Builder#maxMemory(long)})</td></tr>
  *   <tr><td>policy at the ceiling or a quota</td><td>{@code slabwise.limitPolicy}</td><td>{@code FAIL}</td></tr>
  *   <tr><td>longest wait under {@code WAIT}</td><td>{@code slabwise.waitTimeoutMillis}</td><td>5 s</td></tr>
+ *   <tr><td>background compaction budget</td><td>{@code slabwise.compactionBytesPerSecond}</td><td>0 (off)</td></tr>
  * </table>
  *
  * The page size is fixed at 8 KiB. System properties are held to the same
@@ -45,6 +46,7 @@ public final class PoolConfig {
     private final int chunkSize;
     private final int arenas;
     private final long arenaSpreadBytes;
+    private final long compactionBytesPerSecond;
     private final int maxCachedSize;
     private final int maxCachedBytesPerClass;
     private final int maxCachedEntriesPerClass;
@@ -75,6 +77,7 @@ public final class PoolConfig {
         this.chunkSize = b.chunkSize;
         this.arenas = b.arenas;
         this.arenaSpreadBytes = b.arenaSpreadBytes;
+        this.compactionBytesPerSecond = b.compactionBytesPerSecond;
         this.maxCachedSize = b.maxCachedSize;
         this.maxCachedBytesPerClass = b.maxCachedBytesPerClass;
         this.maxCachedEntriesPerClass = b.maxCachedEntriesPerClass;
@@ -118,6 +121,14 @@ public final class PoolConfig {
      */
     public long arenaSpreadBytes() {
         return arenaSpreadBytes;
+    }
+
+    /**
+     * Bytes a second that background compaction may move; 0 when it is off.
+     * See {@link Settings#compactionBytesPerSecond(long)}.
+     */
+    public long compactionBytesPerSecond() {
+        return compactionBytesPerSecond;
     }
 
     /** The largest request a thread cache keeps; 0 when thread caches are off. */
@@ -212,7 +223,8 @@ public final class PoolConfig {
     public String toString() {
         return "PoolConfig(chunkSize=" + chunkSize + ", maxMemory=" + (maxMemory == Long.MAX_VALUE ? "none" : maxMemory)
                 + ", limitPolicy=" + limitPolicy + ", quotas=" + quotas + ", idleChunkDecay=" + idleChunkDecay
-                + ", arenas=" + arenas + ", arenaSpreadBytes=" + arenaSpreadBytes + ", maxCachedSize=" + maxCachedSize
+                + ", arenas=" + arenas + ", arenaSpreadBytes=" + arenaSpreadBytes
+                + ", compactionBytesPerSecond=" + compactionBytesPerSecond + ", maxCachedSize=" + maxCachedSize
                 + ", maxCachedBytesPerClass=" + maxCachedBytesPerClass + ", maxCachedEntriesPerClass=" + maxCachedEntriesPerClass
                 + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", maxIdleBlocks=" + maxIdleBlocks + ", chunkSource=" + chunkSource + ')';
     }
@@ -254,6 +266,7 @@ public final class PoolConfig {
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
         private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
         private long arenaSpreadBytes = longProperty("slabwise.arenaSpreadBytes", 32L * 1024 * 1024);
+        private long compactionBytesPerSecond = longProperty("slabwise.compactionBytesPerSecond", 0);
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
@@ -321,6 +334,21 @@ public final class PoolConfig {
                 throw new IllegalArgumentException("arenaSpreadBytes must not be negative: " + bytes);
             }
             this.arenaSpreadBytes = bytes;
+            return self();
+        }
+
+        /**
+         * Background compaction: once a second, on the pool's scheduler, up to
+         * this many bytes of relocatable entries are moved out of sparsely
+         * used chunks (see {@link MemoryPool#compact()}); 0, the default, turns
+         * it off. It does anything only for categories with a
+         * {@link Relocator}.
+         */
+        public B compactionBytesPerSecond(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("compactionBytesPerSecond must not be negative: " + bytes);
+            }
+            this.compactionBytesPerSecond = bytes;
             return self();
         }
 
@@ -476,6 +504,7 @@ public final class PoolConfig {
             chunkSize(chunkSize);
             arenas(arenas);
             arenaSpreadBytes(arenaSpreadBytes);
+            compactionBytesPerSecond(compactionBytesPerSecond);
             maxCachedSize(maxCachedSize);
             maxCachedBytesPerClass(maxCachedBytesPerClass);
             maxCachedEntriesPerClass(maxCachedEntriesPerClass);

@@ -201,6 +201,73 @@ final class PoolEvents {
         long committed;
     }
 
+    @Name("io.slabwise.Compaction")
+    @Label("Compaction")
+    @jdk.jfr.Category(CATEGORY)
+    @Description("Owners moved live entries out of sparsely used chunks so that the chunks could go back:"
+            + " an explicit compact(), the background budget, or the ceiling")
+    static final class Compaction extends Event {
+        @Label("Cause")
+        @Description("compact, background or ceiling")
+        String cause;
+
+        @Label("Chunks Evacuated")
+        @Description("Chunks and blocks chosen to be emptied")
+        long chunksEvacuated;
+
+        @Label("Chunks Freed")
+        @Description("Of those, the ones that emptied")
+        long chunksFreed;
+
+        @Label("Bytes Freed")
+        @DataAmount
+        long bytesFreed;
+
+        @Label("Entries Moved")
+        long movedEntries;
+
+        @Label("Bytes Moved")
+        @DataAmount
+        long movedBytes;
+
+        @Label("Entries Refused")
+        @Description("Entries the owners kept in place (in use), or that a limit or the budget kept")
+        long refusedEntries;
+
+        @Label("Held By Readers")
+        @Description("Moved entries whose old memory readers still held")
+        long heldByReaders;
+    }
+
+    /** A compaction event, begun, or null when no recorder exists; pass it to {@link #endCompaction}. */
+    static Compaction beginCompaction() {
+        if (!recorderPresent()) {
+            return null;
+        }
+        Compaction event = new Compaction();
+        event.begin();
+        return event;
+    }
+
+    /** Commits the event if enabled and the compaction chose anything to empty. */
+    static void endCompaction(Compaction event, String cause, CompactionStats done) {
+        if (event == null) {
+            return;
+        }
+        event.end();
+        if (done.chunksEvacuated() > 0 && event.shouldCommit()) {
+            event.cause = cause;
+            event.chunksEvacuated = done.chunksEvacuated();
+            event.chunksFreed = done.chunksFreed();
+            event.bytesFreed = done.bytesFreed();
+            event.movedEntries = done.movedEntries();
+            event.movedBytes = done.movedBytes();
+            event.refusedEntries = done.refusedEntries();
+            event.heldByReaders = done.heldByReaders();
+            event.commit();
+        }
+    }
+
     /** Whether events can be recorded at all: a flight recorder exists in this JVM. A volatile read. */
     static boolean recorderPresent() {
         return FlightRecorder.isInitialized();

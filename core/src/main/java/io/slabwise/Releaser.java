@@ -12,4 +12,13 @@ interface Releaser {
 
     /** Whether a live allocation may stand for {@code newRequested} bytes without moving. */
     boolean resizeInPlace(Allocation allocation, int newRequested);
+
+    /**
+     * Allocates into {@code to} new memory for a compaction's move of
+     * {@code from}, one of this releaser's live allocations: the same
+     * category and requested size, from the same allocator, never in a chunk
+     * being evacuated. False when a limit refuses it (never waits), or when
+     * this allocator's memory does not move one allocation at a time.
+     */
+    boolean allocateForMove(Allocation from, Allocation to);
 }

@@ -1,5 +1,8 @@
 package io.slabwise;
 
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -87,6 +90,8 @@ public final class SequentialAllocator implements Allocator {
     private final AtomicLong releasedBytes = new AtomicLong();
     private final AtomicLong wastedTailBytes = new AtomicLong();
     private final AtomicLong fallbackAllocations = new AtomicLong();
+    /** Retired chunks whose slices are not all released yet: what a compaction may evacuate. */
+    private final Set<SlabChunk> pinned = ConcurrentHashMap.newKeySet();
 
     SequentialAllocator(Admission admission, WholeChunks chunks, Category category, int stripes, int maxRequest) {
         checkArguments(stripes, maxRequest);
@@ -225,6 +230,7 @@ public final class SequentialAllocator implements Allocator {
      */
     private void retire(SlabChunk slab) {
         wastedTailBytes.addAndGet(chunkSize - slab.carved);
+        pinned.add(slab); // before closing: the last release may come at once and take it out again
         slab.close();
     }
 
@@ -261,10 +267,17 @@ public final class SequentialAllocator implements Allocator {
         public boolean resizeInPlace(Allocation allocation, int newRequested) {
             return newRequested > 0 && newRequested <= allocation.reserved; // at 0 it moves: no slot or slice pinned by an empty buffer
         }
+
+        @Override
+        public boolean allocateForMove(Allocation from, Allocation to) {
+            return SequentialAllocator.this.allocateForMove(from.requested, to);
+        }
     }
 
     /** Called by whoever dropped a chunk's count to zero: it becomes the spare, or goes back to the pool. */
     private void recycle(SlabChunk slab) {
+        pinned.remove(slab);
+        slab.memory.chunk.evacuating = false; // emptied: as the spare or in the arena it is an ordinary chunk
         if (spare.compareAndSet(null, slab)) {
             return;
         }
@@ -335,6 +348,50 @@ public final class SequentialAllocator implements Allocator {
         chunksHeld.decrementAndGet();
         chunks.releaseChunk(idle.memory);
         return 1;
+    }
+
+    /**
+     * Adds to {@code out} the pinned chunks (retired, with slices still live)
+     * whose live slices hold at most {@code maxLiveBytes}, for a compaction to
+     * choose from; slices carved from the stripes' open chunks never come from
+     * a pinned chunk, so what a move carves lands elsewhere.
+     */
+    void sparsePinnedChunks(long maxLiveBytes, List<Compaction.Victim> out) {
+        for (SlabChunk slab : pinned) {
+            Chunk chunk = slab.memory.chunk; // null once it went back to its arena
+            long live = slab.liveBytes();
+            if (chunk != null && live <= maxLiveBytes) {
+                out.add(new Compaction.Victim(chunk, live) {
+                    @Override
+                    boolean start() {
+                        chunk.evacuating = true;
+                        if (!pinned.contains(slab)) { // recycled meanwhile: nothing to move
+                            chunk.evacuating = false;
+                            return false;
+                        }
+                        return true;
+                    }
+
+                    @Override
+                    boolean end() {
+                        boolean emptied = !pinned.contains(slab);
+                        chunk.evacuating = false;
+                        if (emptied) {
+                            chunk.arena.endEvacuation(chunk); // gives it back if it went to the arena idle
+                        }
+                        return emptied;
+                    }
+                });
+            }
+        }
+    }
+
+    /**
+     * Carves a slice for a compaction's move of a slice of this allocator:
+     * never waits at a limit (false instead), never from a pinned chunk.
+     */
+    boolean allocateForMove(int requested, Allocation out) {
+        return admission.tryAdmit(attempt, category, requested, out);
     }
 
     /**
@@ -425,13 +482,18 @@ public final class SequentialAllocator implements Allocator {
             }
         }
 
-        /** Bytes of live slices; read under the lock of the stripe that holds the chunk open. */
+        /**
+         * Bytes of live slices; read under the lock of the stripe that holds
+         * the chunk open, or by any thread once it is retired (then its carved
+         * bytes no longer change).
+         */
         long liveBytes() {
             return carved - (state.get() >>> 32);
         }
 
         /** Makes an emptied chunk (the spare) a fresh open chunk; under the lock of the stripe that opens it. */
         void reopen() {
+            memory.chunk.evacuating = false;
             carved = 0;
             slices = 0;
             state.set(OPEN);

@@ -207,13 +207,23 @@ final class ThreadCache {
                     sharedBusy.set(false);
                 }
             } else {
-                arena.allocate(sizeIndex, out); // another virtual thread has the stacks: never wait for it
-                afterArenaAllocation();
-                placeAndCount(category, requested, sizeIndex, out);
+                allocateFromArena(category, requested, sizeIndex, out); // another virtual thread has the stacks: never wait
             }
             return;
         }
         allocateCached(category, requested, sizeIndex, out);
+    }
+
+    /**
+     * Allocates from the arena, past the stacks, counted on this cache like
+     * any allocation: for a virtual thread that finds a shared cache busy,
+     * and for a compaction's moves, which must never take memory cached in a
+     * chunk being evacuated.
+     */
+    void allocateFromArena(Category category, int requested, int sizeIndex, Allocation out) {
+        arena.allocate(sizeIndex, out);
+        afterArenaAllocation();
+        placeAndCount(category, requested, sizeIndex, out);
     }
 
     /** Allocates through the stacks; the owner thread, or a virtual thread holding a shared cache. */

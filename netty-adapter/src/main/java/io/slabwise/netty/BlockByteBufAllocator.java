@@ -1,10 +1,13 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocation;
+import io.slabwise.Allocator;
 import io.slabwise.BlockPool;
 import io.slabwise.BlockStats;
+import io.slabwise.MemoryPool;
 
 import java.util.List;
 
@@ -41,14 +44,25 @@ public final class BlockByteBufAllocator {
         if (parts == null) {
             return null;
         }
+        return SlabwiseAllocator.leakAware(composite(view, parent.pool(), blocks.generalAllocator(), parts,
+                parent.nativeAccess()));
+    }
+
+    /**
+     * A composite over a payload's parts, taking ownership of them: writer
+     * index 0, capacity the parts' requested bytes; a part that must grow
+     * moves to {@code growSource}.
+     */
+    static CompositeByteBuf composite(ByteBufAllocator view, MemoryPool pool, Allocator growSource, List<Allocation> parts,
+                                      boolean nativeAccess) {
         CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
         for (Allocation part : parts) {
-            ByteBuf component = SlabwiseDirectByteBuf.wrap(view, parent.pool(), blocks.generalAllocator(), part,
-                    part.requestedBytes(), parent.nativeAccess());
+            ByteBuf component = SlabwiseDirectByteBuf.wrap(view, pool, growSource, part, part.requestedBytes(),
+                    nativeAccess);
             component.writerIndex(component.capacity());
             composite.addComponent(false, component);
         }
-        return SlabwiseAllocator.leakAware(composite);
+        return composite;
     }
 
     /** The category its buffers are accounted to. */

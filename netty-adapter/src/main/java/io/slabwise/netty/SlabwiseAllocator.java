@@ -7,6 +7,7 @@ import io.netty.buffer.ByteBufAllocatorMetric;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
 import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocator;
+import io.slabwise.CompactionStats;
 import io.netty.buffer.UnpooledHeapByteBuf;
 import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryPool;
@@ -153,6 +154,11 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         return nativeAccess;
     }
 
+    /** Tracks a buffer with the leak detector; for buffers made outside the allocation paths (relocated copies). */
+    static ByteBuf leakAware(ByteBuf buffer) {
+        return toLeakAwareBuffer(buffer);
+    }
+
     /** Tracks a composite buffer with the leak detector; used by the views. */
     static CompositeByteBuf leakAware(CompositeByteBuf composite) {
         return toLeakAwareBuffer(composite);
@@ -222,6 +228,26 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     @Override
     public void close() {
         pool.close();
+    }
+
+    /**
+     * Registers the {@link BufferRelocator} of a category, the owner of its
+     * buffers, which moves them when a compaction asks; null removes it. Only
+     * buffers of a category with a relocator ever move, and only by it.
+     *
+     * @see MemoryPool#setRelocator(String, io.slabwise.Relocator)
+     */
+    public void setRelocator(String category, BufferRelocator relocator) {
+        pool.setRelocator(category, relocator == null ? null
+                : evacuation -> relocator.relocate(new BufferEvacuation(evacuation, this)));
+    }
+
+    /**
+     * Empties chunks at most half used by having the relocators move the
+     * buffers in them; see {@link MemoryPool#compact(double, long)}.
+     */
+    public CompactionStats compact() {
+        return pool.compact();
     }
 
     /** The engine behind this allocator. */

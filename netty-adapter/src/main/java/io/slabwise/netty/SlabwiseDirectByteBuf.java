@@ -214,9 +214,14 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         }
     }
 
-    /** The pool allocation behind this buffer (for accounting and tests). */
+    /** The pool allocation behind this buffer (for accounting, relocation and tests); null once released. */
     Allocation allocation() {
         return allocation;
+    }
+
+    /** Where this buffer's memory comes from: a relocated copy comes from there too. */
+    Allocator source() {
+        return source;
     }
 
     @Override

@@ -1,0 +1,270 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * Compaction: empties sparsely used chunks by having their owners move what
+ * lives in them, so that the chunks go back to the operating system. The
+ * pool's part that chooses, marks and reports; the moving is the owners'
+ * ({@link Relocator}).
+ *
+ * <pre>
+ *  choose   sparse chunks of the categories that have a relocator, least used first, up to the byte budget:
+ *             arena chunks        used ≤ maxOccupancy × chunk      (mixed categories: only relocatable entries move)
+ *             sequential chunks   pinned (retired), live ≤ maxOccupancy × chunk
+ *             block pool blocks   cut into sub-blocks, sub-blocks in use ≤ maxOccupancy × block
+ *  mark     chunk.evacuating = true:  no new placement there; memory freed there skips the thread caches
+ *  flush    thread caches (this thread's now, others at their next operation): cached slots leave the chunks
+ *  relocate each relocator, once, with an Evacuation of its category: owners copy, swap, free
+ *  end      unmark; chunks that emptied go back at once; count what was moved and freed
+ * </pre>
+ *
+ * <h2>Threads</h2>
+ * One compaction at a time: a second caller waits for the first (an explicit
+ * {@code compact()}) or gives up at once (background and ceiling
+ * compactions); a relocator that calls {@code compact()} itself gets
+ * {@link CompactionStats#NONE}. The marks are volatile and checked by
+ * placement under the arena's lock, so an allocation racing with the marking
+ * may still land in a chunk being emptied; that only delays its freeing to a
+ * later compaction. Nothing but the owners' moves touches live memory.
+ */
+final class Compaction {
+
+    /** The occupancy below which {@link MemoryPool#compact()} empties a chunk. */
+    static final double DEFAULT_MAX_OCCUPANCY = 0.5;
+
+    /** A chunk (or block) a compaction may empty, with how to start and end its evacuation. */
+    abstract static class Victim {
+        final Chunk chunk;
+        final long usedBytes;
+
+        Victim(Chunk chunk, long usedBytes) {
+            this.chunk = chunk;
+            this.usedBytes = usedBytes;
+        }
+
+        /** Marks it; false when it emptied meanwhile (nothing to move). */
+        abstract boolean start();
+
+        /** Unmarks it; true when it emptied and went back (or became reusable idle memory of its allocator). */
+        abstract boolean end();
+
+        /** The bytes it frees when it empties. */
+        long size() {
+            return chunk.chunkSize();
+        }
+    }
+
+    private final Arena[] arenas;
+    private final Collection<SequentialAllocator> sequentialAllocators;
+    private final Collection<BlockPool> blockPools;
+    private final ThreadCaches threadCaches;
+    private final Attempt generalMove;
+    private final Admission admission;
+    private final Consumer<Allocation> free;
+    private final int chunkSize;
+    private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
+    private final ReentrantLock running = new ReentrantLock();
+    private final AtomicReference<CompactionStats> totals = new AtomicReference<>(CompactionStats.NONE);
+
+    Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
+               ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
+               int chunkSize) {
+        this.arenas = arenas;
+        this.sequentialAllocators = sequentialAllocators;
+        this.blockPools = blockPools;
+        this.threadCaches = threadCaches;
+        this.admission = admission;
+        this.generalMove = generalMove;
+        this.free = free;
+        this.chunkSize = chunkSize;
+    }
+
+    /** Registers (or, with null, removes) the relocator of a category; returns the one it replaced. */
+    Relocator setRelocator(Category category, Relocator relocator) {
+        return relocator == null ? relocators.remove(category) : relocators.put(category, relocator);
+    }
+
+    /** Whether any category has a relocator. */
+    boolean hasRelocators() {
+        return !relocators.isEmpty();
+    }
+
+    /** All compactions so far, added up. */
+    CompactionStats totals() {
+        return totals.get();
+    }
+
+    /**
+     * Compacts once; see {@link MemoryPool#compact(double, long)}.
+     *
+     * @param wait whether to wait for a compaction under way (else return {@link CompactionStats#NONE})
+     * @param cause {@code compact}, {@code background} or {@code ceiling}, for the event
+     */
+    CompactionStats compact(double maxOccupancy, long maxBytesToMove, boolean wait, String cause) {
+        if (!(maxOccupancy >= 0 && maxOccupancy < 1)) {
+            throw new IllegalArgumentException("the occupancy below which chunks are emptied must be from 0 to under 1: "
+                    + maxOccupancy);
+        }
+        if (maxBytesToMove < 0) {
+            throw new IllegalArgumentException("the bytes to move must not be negative: " + maxBytesToMove);
+        }
+        if (relocators.isEmpty() || running.isHeldByCurrentThread()) {
+            return CompactionStats.NONE;
+        }
+        if (wait) {
+            running.lock();
+        } else if (!running.tryLock()) {
+            return CompactionStats.NONE;
+        }
+        try {
+            PoolEvents.Compaction event = PoolEvents.beginCompaction();
+            long start = System.nanoTime();
+            CompactionStats done = evacuate(maxOccupancy, maxBytesToMove, start);
+            totals.accumulateAndGet(done, CompactionStats::plus);
+            PoolEvents.endCompaction(event, cause, done);
+            return done;
+        } finally {
+            running.unlock();
+        }
+    }
+
+    private CompactionStats evacuate(double maxOccupancy, long maxBytesToMove, long start) {
+        List<Victim> started = new ArrayList<>();
+        for (Victim victim : choose(maxOccupancy, maxBytesToMove)) {
+            if (victim.start()) {
+                started.add(victim);
+            }
+        }
+        if (started.isEmpty()) {
+            return new CompactionStats(1, 0, 0, 0, 0, 0, 0, 0, System.nanoTime() - start);
+        }
+        long moved = 0;
+        long entries = 0;
+        long refused = 0;
+        long held = 0;
+        RuntimeException failure = null;
+        try {
+            flushCaches();
+            for (Map.Entry<Category, Relocator> owner : relocators.entrySet()) {
+                Evacuation evacuation = new Evacuation(this, owner.getKey(), maxBytesToMove - moved);
+                try {
+                    owner.getValue().relocate(evacuation);
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                } finally {
+                    evacuation.end();
+                    moved += evacuation.movedBytes;
+                    entries += evacuation.movedEntries;
+                    refused += evacuation.refusedEntries;
+                    held += evacuation.heldByReaders;
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            end(started); // every mark goes, whatever happened: a marked chunk would never take new memory again
+            throw e;
+        }
+        long[] freed = end(started);
+        CompactionStats done = new CompactionStats(1, started.size(), freed[0], freed[1], entries, moved, refused, held,
+                System.nanoTime() - start);
+        if (failure != null) {
+            totals.accumulateAndGet(done, CompactionStats::plus);
+            throw new IllegalStateException("a relocator failed during compaction (" + done + ")", failure);
+        }
+        return done;
+    }
+
+    /** Ends the evacuation of every victim; returns {chunks freed, their bytes}. */
+    private static long[] end(List<Victim> started) {
+        long[] freed = new long[2];
+        for (Victim victim : started) {
+            if (victim.end()) {
+                freed[0]++;
+                freed[1] += victim.size();
+            }
+        }
+        return freed;
+    }
+
+    /** The chunks to empty: the least used first, while their bytes in use fit the budget. */
+    private List<Victim> choose(double maxOccupancy, long maxBytesToMove) {
+        List<Victim> candidates = new ArrayList<>();
+        long maxUsedInChunk = (long) (maxOccupancy * chunkSize);
+        for (Arena arena : arenas) {
+            List<Chunk> sparse = new ArrayList<>();
+            arena.sparseChunks(maxUsedInChunk, sparse);
+            for (Chunk chunk : sparse) {
+                candidates.add(arenaChunk(chunk, arena));
+            }
+        }
+        for (SequentialAllocator sequential : sequentialAllocators) {
+            if (relocators.containsKey(sequential.category())) {
+                sequential.sparsePinnedChunks(maxUsedInChunk, candidates);
+            }
+        }
+        for (BlockPool blocks : blockPools) {
+            if (relocators.containsKey(blocks.category())) {
+                blocks.sparseBlocks((long) (maxOccupancy * blocks.blockSize()), candidates);
+            }
+        }
+        candidates.sort(Comparator.comparingLong(v -> v.usedBytes));
+        List<Victim> chosen = new ArrayList<>();
+        long bytes = 0;
+        for (Victim victim : candidates) {
+            if (bytes + victim.usedBytes > maxBytesToMove) {
+                break;
+            }
+            chosen.add(victim);
+            bytes += victim.usedBytes;
+        }
+        return chosen;
+    }
+
+    private static Victim arenaChunk(Chunk chunk, Arena arena) {
+        return new Victim(chunk, arena.usedBytes(chunk)) {
+            @Override
+            boolean start() {
+                return arena.startEvacuation(chunk);
+            }
+
+            @Override
+            boolean end() {
+                return arena.endEvacuation(chunk);
+            }
+        };
+    }
+
+    /** Sends this thread's cached memory back to the arenas now, and asks every other thread to at its next operation. */
+    private void flushCaches() {
+        threadCaches.requestFlushAll();
+        ThreadCache own = threadCaches.own();
+        if (own != null) {
+            own.flush();
+        }
+    }
+
+    /** New general-pool memory for a move of {@code from}: past the thread cache, never waiting at a limit. */
+    boolean allocateForMove(Allocation from, Allocation to) {
+        if (from.chunk.huge) {
+            throw new IllegalArgumentException("a huge allocation has a region of its own and never moves: " + from);
+        }
+        return admission.tryAdmit(generalMove, from.category, from.requested, to);
+    }
+
+    /** Frees memory taken for a move that could not be used. */
+    void free(Allocation allocation) {
+        free.accept(allocation);
+    }
+}

@@ -1,0 +1,183 @@
+package io.slabwise;
+
+import java.util.List;
+
+/**
+ * One compaction as one owner sees it: which of its entries must move, and
+ * new memory for them. Handed to a {@link Relocator} for the length of one
+ * {@link Relocator#relocate} call; not thread-safe, and unusable after the call.
+ *
+ * <pre>
+ *  for each entry the owner holds:
+ *      if evacuation.contains(entry):            its memory lies in a chunk being emptied
+ *          if the entry is busy:  evacuation.refused()
+ *          else if evacuation.moveInto(entry, fresh):   fresh holds a copy, elsewhere
+ *              swap the owner's reference to fresh, then free entry (readers may still hold it)
+ *      stop when !evacuation.budgetLeft()
+ * </pre>
+ *
+ * Only memory of the owner's {@linkplain #category() category} can move
+ * through its evacuation.
+ */
+public final class Evacuation {
+
+    private final Compaction compaction;
+    private final Category category;
+    private final long byteBudget;
+    private boolean over;
+    long movedBytes;
+    long movedEntries;
+    long refusedEntries;
+    long heldByReaders;
+
+    Evacuation(Compaction compaction, Category category, long byteBudget) {
+        this.compaction = compaction;
+        this.category = category;
+        this.byteBudget = byteBudget;
+    }
+
+    /** The category whose entries this evacuation moves. */
+    public Category category() {
+        return category;
+    }
+
+    /**
+     * Whether {@code allocation} is live memory of this category in a chunk
+     * (or block) being emptied: an entry to move.
+     */
+    public boolean contains(Allocation allocation) {
+        Chunk chunk = allocation.chunk;
+        return chunk != null && chunk.evacuating && allocation.category == category;
+    }
+
+    /** Whether the compaction's budget allows more bytes to move; an owner stops walking its entries when not. */
+    public boolean budgetLeft() {
+        return movedBytes < byteBudget;
+    }
+
+    /**
+     * Fills {@code to} with new memory of the same category, size and
+     * allocator as {@code from} (the general pool, or a sequential allocator),
+     * outside every chunk being emptied, and copies {@code from}'s requested
+     * bytes into it. The owner then points its entry at {@code to} and frees
+     * {@code from}.
+     *
+     * @return true when moved; false when the budget is spent or a limit
+     *         refused the new memory (a move never waits): the entry stays
+     * @throws IllegalArgumentException when {@code from} is not an entry this evacuation {@link #contains}, or is a
+     *                                  block pool part (those move whole, with {@link #movePayload})
+     * @throws IllegalStateException    when {@code to} is live, or after the {@code relocate} call returned
+     */
+    public boolean moveInto(Allocation from, Allocation to) {
+        checkUsable();
+        checkContained(from);
+        MemoryPool.checkNotLive(to);
+        if (BlockPool.isPart(from)) {
+            throw new IllegalArgumentException("a block pool payload moves whole: use movePayload");
+        }
+        if (movedBytes + from.requested > byteBudget) {
+            refusedEntries++;
+            return false;
+        }
+        boolean placed = from.releaser != null ? from.releaser.allocateForMove(from, to) : compaction.allocateForMove(from, to);
+        if (!placed) {
+            refusedEntries++;
+            return false;
+        }
+        copy(from, to);
+        movedBytes += from.requested;
+        movedEntries++;
+        return true;
+    }
+
+    /**
+     * New parts for a block pool payload: a payload of the same pool and size
+     * outside every block being emptied, with the bytes of {@code parts}
+     * copied in. The owner then points its entry at the new parts and frees
+     * the old ones.
+     *
+     * @param parts a payload's parts as the block pool gave them, in order, at least one of them {@linkplain #contains contained}
+     * @return the new parts, or null when the budget is spent or a limit refused them (the entry stays)
+     * @throws IllegalArgumentException when no part is contained, or the parts are not one block pool payload
+     */
+    public List<Allocation> movePayload(List<Allocation> parts) {
+        checkUsable();
+        boolean contained = false;
+        long size = 0;
+        BlockPool pool = null;
+        for (Allocation part : parts) {
+            if (!BlockPool.isPart(part)) {
+                throw new IllegalArgumentException("not a block pool part: " + part);
+            }
+            BlockPool owner = BlockPool.poolOf(part);
+            if (pool != null && owner != pool) {
+                throw new IllegalArgumentException("the parts come from two block pools");
+            }
+            pool = owner;
+            contained |= contains(part);
+            size += part.requested;
+        }
+        if (!contained) {
+            throw new IllegalArgumentException("no part of the payload lies in a block being emptied: " + parts);
+        }
+        if (movedBytes + size > byteBudget) {
+            refusedEntries++;
+            return null;
+        }
+        List<Allocation> moved = pool.allocateForMove((int) size);
+        if (moved == null) {
+            refusedEntries++;
+            return null;
+        }
+        if (moved.size() != parts.size()) {
+            moved.forEach(compaction::free);
+            throw new IllegalArgumentException("the parts are not a whole payload of " + size + " bytes: " + parts);
+        }
+        for (int i = 0; i < parts.size(); i++) {
+            copy(parts.get(i), moved.get(i));
+        }
+        movedBytes += size;
+        movedEntries++;
+        return moved;
+    }
+
+    /** Counts an entry the owner kept in place because it is in use. */
+    public void refused() {
+        checkUsable();
+        refusedEntries++;
+    }
+
+    /**
+     * Counts a moved entry whose old memory is still held by readers after the
+     * owner freed its reference: its chunk goes back when they release it.
+     */
+    public void heldByReaders() {
+        checkUsable();
+        heldByReaders++;
+    }
+
+    /** Ends the evacuation: the relocate call returned. */
+    void end() {
+        over = true;
+    }
+
+    private void checkUsable() {
+        if (over) {
+            throw new IllegalStateException("the evacuation is over: use it only during the relocate call");
+        }
+    }
+
+    private void checkContained(Allocation from) {
+        if (!contains(from)) {
+            throw new IllegalArgumentException("not an entry of '" + category + "' in a chunk being emptied: " + from);
+        }
+    }
+
+    /** Copies {@code from}'s requested bytes to the start of {@code to}; absolute, so no buffer object is made. */
+    private static void copy(Allocation from, Allocation to) {
+        if (to.requested < from.requested) {
+            throw new IllegalStateException("new memory smaller than the old: " + to + " < " + from);
+        }
+        to.chunkMemory().put(to.offset, from.chunkMemory(), from.offset, from.requested);
+    }
+}

@@ -1,0 +1,221 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Compaction on the engine: an owner with entries in the general pool, a
+ * sequential allocator and a block pool; what the pool chooses, what moves,
+ * what is freed, and that nothing but the owner's entries ever moves.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CompactionTest {
+
+    private static final int CHUNK = 1 << 20;
+
+    private static MemoryPool pool() {
+        return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).build());
+    }
+
+    /** A cache of allocations with a checksum byte pattern, moved by its relocator. */
+    private static final class Owner implements Relocator {
+        final MemoryPool pool;
+        final List<Allocation> entries = new ArrayList<>();
+        final List<Integer> seeds = new ArrayList<>();
+
+        Owner(MemoryPool pool) {
+            this.pool = pool;
+        }
+
+        void add(Allocation a, int seed) {
+            fill(a, seed);
+            entries.add(a);
+            seeds.add(seed);
+        }
+
+        @Override
+        public void relocate(Evacuation evacuation) {
+            for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
+                Allocation old = entries.get(i);
+                if (evacuation.contains(old)) {
+                    Allocation fresh = new Allocation();
+                    if (evacuation.moveInto(old, fresh)) {
+                        entries.set(i, fresh);
+                        pool.free(old);
+                    }
+                }
+            }
+        }
+
+        void check() {
+            for (int i = 0; i < entries.size(); i++) {
+                verify(entries.get(i), seeds.get(i));
+            }
+        }
+
+        void freeAll() {
+            entries.forEach(pool::free);
+            entries.clear();
+            seeds.clear();
+        }
+    }
+
+    static void fill(Allocation a, int seed) {
+        java.nio.ByteBuffer b = a.buffer();
+        for (int i = 0; i < b.capacity(); i++) {
+            b.put(i, (byte) (seed * 31 + i));
+        }
+    }
+
+    static void verify(Allocation a, int seed) {
+        java.nio.ByteBuffer b = a.buffer();
+        for (int i = 0; i < b.capacity(); i++) {
+            if (b.get(i) != (byte) (seed * 31 + i)) {
+                throw new AssertionError("byte " + i + " of " + a + " is wrong");
+            }
+        }
+    }
+
+    @Test
+    void generalPoolChunksEmptyAndGoBackWithTheBytesIntact() {
+        try (MemoryPool pool = pool()) {
+            Category cache = pool.category("cache");
+            Owner owner = new Owner(pool);
+            pool.setRelocator("cache", owner);
+            Random random = new Random(1);
+            List<Allocation> all = new ArrayList<>();
+            for (int i = 0; i < 2000; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(cache, 64 + random.nextInt(16 * 1024), a);
+                all.add(a);
+            }
+            Collections.shuffle(all, random);
+            for (int i = 0; i < all.size(); i++) {
+                if (i % 10 == 0) {
+                    owner.add(all.get(i), i); // a tenth survive, spread over every chunk
+                } else {
+                    pool.free(all.get(i));
+                }
+            }
+            pool.trim();
+            int before = pool.stats().chunks(); // chunks, not committed bytes: region groups may hold freed chunks' memory
+            CompactionStats done = pool.compact();
+            pool.trim();
+            int after = pool.stats().chunks();
+            assertEquals(200, done.movedEntries(), done::toString);
+            assertTrue(done.chunksFreed() >= done.chunksEvacuated() - 1, () -> done + pool.stats().report());
+            // 200 survivors of about 8 KiB: 1.6 MiB, about a chunk per 20 size classes' subpages at most
+            assertTrue(after <= 4 && before >= 3 * after, () -> "chunks " + before + " -> " + after + ", " + done);
+            owner.check();
+            assertSame(done.compactions(), pool.compactionTotals().compactions());
+            owner.freeAll();
+            assertEquals(0, pool.requestedBytes());
+        }
+    }
+
+    @Test
+    void pinnedSequentialChunksGoToZero() {
+        try (MemoryPool pool = pool()) {
+            SequentialAllocator log = pool.sequential("log");
+            Owner owner = new Owner(pool);
+            pool.setRelocator("log", owner);
+            List<Allocation> all = new ArrayList<>();
+            for (int i = 0; i < 4000; i++) {
+                Allocation a = new Allocation();
+                log.allocate(4000, a);
+                all.add(a);
+            }
+            for (int i = 0; i < all.size(); i++) {
+                if (i % 50 == 0) {
+                    owner.add(all.get(i), i);
+                } else {
+                    pool.free(all.get(i));
+                }
+            }
+            assertTrue(log.stats().pinnedChunks() > 5, log.stats()::toString);
+            CompactionStats done = pool.compact();
+            assertEquals(0, log.stats().pinnedChunks(), () -> log.stats() + " " + done);
+            owner.check();
+            owner.freeAll();
+        }
+    }
+
+    @Test
+    void sparseBlocksEmpty() {
+        try (MemoryPool pool = pool()) {
+            BlockPool blocks = pool.blocks("blocks");
+            List<List<Allocation>> payloads = new ArrayList<>();
+            for (int i = 0; i < 400; i++) {
+                payloads.add(blocks.allocate(40_000 + i));
+            }
+            List<List<Allocation>> kept = new ArrayList<>();
+            for (int i = 0; i < payloads.size(); i++) {
+                if (i % 8 == 0) {
+                    kept.add(payloads.get(i));
+                    for (Allocation part : payloads.get(i)) {
+                        fill(part, i);
+                    }
+                } else {
+                    payloads.get(i).forEach(pool::free);
+                }
+            }
+            pool.setRelocator("blocks", evacuation -> {
+                for (int i = 0; i < kept.size(); i++) {
+                    List<Allocation> parts = kept.get(i);
+                    if (parts.stream().anyMatch(evacuation::contains)) {
+                        List<Allocation> moved = evacuation.movePayload(parts);
+                        kept.set(i, moved);
+                        parts.forEach(pool::free);
+                    }
+                }
+            });
+            long usedBlocksBefore = blocks.stats().blocks();
+            CompactionStats done = pool.compact();
+            assertTrue(done.chunksFreed() > 0, done::toString);
+            assertTrue(blocks.stats().blocks() < usedBlocksBefore, () -> blocks.stats() + " " + done);
+            for (int i = 0; i < kept.size(); i++) {
+                for (Allocation part : kept.get(i)) {
+                    verify(part, i * 8);
+                }
+            }
+            kept.forEach(parts -> parts.forEach(pool::free));
+        }
+    }
+
+    @Test
+    void otherCategoriesNeverMoveAndMisuseIsRefused() {
+        try (MemoryPool pool = pool()) {
+            Category cache = pool.category("cache");
+            Category network = pool.category("network");
+            Allocation foreign = new Allocation();
+            pool.allocate(network, 1000, foreign);
+            Allocation own = new Allocation();
+            pool.allocate(cache, 1000, own);
+            Evacuation[] kept = new Evacuation[1];
+            pool.setRelocator("cache", evacuation -> {
+                kept[0] = evacuation;
+                assertFalse(evacuation.contains(foreign));
+                assertThrows(IllegalArgumentException.class, () -> evacuation.moveInto(foreign, new Allocation()));
+            });
+            pool.compact(0.99, Long.MAX_VALUE);
+            assertTrue(kept[0] != null);
+            assertThrows(IllegalStateException.class, () -> kept[0].refused());
+            assertThrows(IllegalArgumentException.class, () -> pool.compact(1.0, 1));
+            assertThrows(IllegalArgumentException.class, () -> pool.compact(0.5, -1));
+            pool.free(foreign);
+            pool.free(own);
+        }
+    }
+}

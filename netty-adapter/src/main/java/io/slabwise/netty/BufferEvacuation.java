@@ -1,0 +1,144 @@
+package io.slabwise.netty;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.slabwise.Allocation;
+import io.slabwise.Evacuation;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One compaction as a {@link BufferRelocator} sees it, in buffers: which of
+ * the owner's buffers lie in chunks being emptied, and copies of them made
+ * elsewhere. Usable only during the {@code relocate} call, on its thread.
+ *
+ * <p>A buffer here is one the owner got from this allocator: from
+ * {@code directBuffer} (or a category's view of it), a
+ * {@link SequentialByteBufAllocator}, or a {@link BlockByteBufAllocator}
+ * (a composite of blocks, which moves whole). A slice or duplicate of it is
+ * not: keep the buffer itself as the entry.
+ */
+public final class BufferEvacuation {
+
+    private final Evacuation evacuation;
+    private final SlabwiseAllocator allocator;
+
+    BufferEvacuation(Evacuation evacuation, SlabwiseAllocator allocator) {
+        this.evacuation = evacuation;
+        this.allocator = allocator;
+    }
+
+    /** The category whose buffers this evacuation moves. */
+    public String category() {
+        return evacuation.category().name();
+    }
+
+    /** Whether the budget allows more bytes to move; stop walking the entries when not. */
+    public boolean budgetLeft() {
+        return evacuation.budgetLeft();
+    }
+
+    /**
+     * Whether {@code buffer}, a live buffer of this category, lies (in part,
+     * for a composite of blocks) in a chunk or block being emptied: an entry
+     * to move. False for a released buffer and for buffers of other
+     * categories or allocators.
+     */
+    public boolean contains(ByteBuf buffer) {
+        ByteBuf root = root(buffer);
+        if (root.refCnt() == 0) {
+            return false;
+        }
+        if (root instanceof SlabwiseDirectByteBuf) {
+            Allocation a = ((SlabwiseDirectByteBuf) root).allocation();
+            return a != null && evacuation.contains(a);
+        }
+        if (root instanceof CompositeByteBuf) {
+            for (ByteBuf component : (CompositeByteBuf) root) {
+                ByteBuf part = root(component);
+                if (part instanceof SlabwiseDirectByteBuf) {
+                    Allocation a = ((SlabwiseDirectByteBuf) part).allocation();
+                    if (a != null && evacuation.contains(a)) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * A new buffer of the same category, allocator, capacity, maximum
+     * capacity and indices as {@code buffer}, in memory outside every chunk
+     * being emptied, holding a copy of its bytes (all of its capacity). The
+     * owner points its entry at the new buffer and releases its reference to
+     * the old one; readers that retained the old one keep reading it, and
+     * its memory goes back when the last of them releases it.
+     *
+     * @return the copy, or null when the budget is spent or a limit refused the new memory (it never waits): the
+     *         entry stays where it is
+     * @throws IllegalArgumentException when {@link #contains} is false for {@code buffer}
+     */
+    public ByteBuf move(ByteBuf buffer) {
+        if (!contains(buffer)) {
+            throw new IllegalArgumentException("not a buffer of '" + category() + "' in a chunk being emptied: " + buffer);
+        }
+        ByteBuf root = root(buffer);
+        ByteBuf moved = root instanceof SlabwiseDirectByteBuf
+                ? moveDirect((SlabwiseDirectByteBuf) root)
+                : moveComposite((CompositeByteBuf) root);
+        if (moved == null) {
+            return null;
+        }
+        moved.setIndex(buffer.readerIndex(), buffer.writerIndex());
+        if (root.refCnt() > 1) {
+            evacuation.heldByReaders(); // others retained it: its memory waits for them
+        }
+        return moved;
+    }
+
+    /** Counts a buffer the owner keeps in place because it is in use now. */
+    public void refused() {
+        evacuation.refused();
+    }
+
+    private ByteBuf moveDirect(SlabwiseDirectByteBuf old) {
+        Allocation to = new Allocation();
+        if (!evacuation.moveInto(old.allocation(), to)) {
+            return null;
+        }
+        return SlabwiseAllocator.leakAware(SlabwiseDirectByteBuf.wrap(old.alloc(), allocator.pool(), old.source(), to,
+                old.maxCapacity(), allocator.nativeAccess()));
+    }
+
+    private ByteBuf moveComposite(CompositeByteBuf old) {
+        List<Allocation> parts = new ArrayList<>(old.numComponents());
+        SlabwiseDirectByteBuf first = null;
+        for (ByteBuf component : old) {
+            ByteBuf part = root(component);
+            if (!(part instanceof SlabwiseDirectByteBuf)) {
+                throw new IllegalArgumentException("not a composite of blocks: " + old);
+            }
+            if (first == null) {
+                first = (SlabwiseDirectByteBuf) part;
+            }
+            parts.add(((SlabwiseDirectByteBuf) part).allocation());
+        }
+        List<Allocation> moved = evacuation.movePayload(parts);
+        if (moved == null) {
+            return null;
+        }
+        return SlabwiseAllocator.leakAware(BlockByteBufAllocator.composite(old.alloc(), allocator.pool(), first.source(),
+                moved, allocator.nativeAccess()));
+    }
+
+    /** The buffer under the leak detector's wrappers. */
+    private static ByteBuf root(ByteBuf buffer) {
+        ByteBuf b = buffer;
+        while (!(b instanceof SlabwiseDirectByteBuf) && !(b instanceof CompositeByteBuf) && b.unwrap() != null) {
+            b = b.unwrap();
+        }
+        return b;
+    }
+}
