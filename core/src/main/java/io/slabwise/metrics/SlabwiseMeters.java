@@ -26,7 +26,9 @@ import java.util.List;
  * <p>The ratios are named as ratios ({@code ....ratio}) and have no base unit;
  * {@link #OVERHEAD} reads NaN while nothing is requested, as it has no value
  * then. {@link #LIMIT_WAIT} is a timer: its count is the number of waits, its
- * total the time spent waiting, in the registry's base time unit.
+ * total the time spent waiting, in the registry's base time unit; so is
+ * {@link #COMPACTION}, for compactions. The compaction meters read the pool's
+ * running totals ({@code MemoryPool.compactionTotals()}), not a snapshot.
  */
 public enum SlabwiseMeters {
 
@@ -96,7 +98,25 @@ public enum SlabwiseMeters {
     LIMIT_WAIT("slabwise.limit.wait", Type.FUNCTION_TIMER, null,
             "Waits of the category's allocations for memory at the limit, counted when over (served, timed out,"
                     + " interrupted or closed), and the time they took",
-            TagKey.CATEGORY, TagKey.KIND);
+            TagKey.CATEGORY, TagKey.KIND),
+    /** Compactions so far and the time they took (choosing and moving). */
+    COMPACTION("slabwise.compaction", Type.FUNCTION_TIMER, null,
+            "Compactions (explicit, background and at the ceiling) since the pool was built, and the time they took"),
+    /** Bytes of relocatable entries moved by compactions. */
+    COMPACTION_MOVED("slabwise.compaction.moved", Type.FUNCTION_COUNTER, BaseUnits.BYTES,
+            "Bytes of live entries their owners moved to new memory during compactions (each copied once)"),
+    /** Entries moved by compactions. */
+    COMPACTION_MOVED_ENTRIES("slabwise.compaction.moved.entries", Type.FUNCTION_COUNTER, "entries",
+            "Live entries their owners moved to new memory during compactions"),
+    /** Bytes of chunks and blocks that compactions emptied. */
+    COMPACTION_FREED("slabwise.compaction.freed", Type.FUNCTION_COUNTER, BaseUnits.BYTES,
+            "Bytes of chunks and blocks that compactions emptied and gave back"),
+    /** Entries that stayed where they were. */
+    COMPACTION_REFUSED("slabwise.compaction.refused", Type.FUNCTION_COUNTER, "entries",
+            "Entries in chunks being emptied that stayed: their owner kept them (in use), or a limit or the budget did"),
+    /** Moved entries whose old memory readers still held. */
+    COMPACTION_HELD_BY_READERS("slabwise.compaction.held.by.readers", Type.FUNCTION_COUNTER, "entries",
+            "Moved entries whose old memory readers still held, so that their chunk went back only when they let go");
 
     /** How a meter is registered. */
     public enum Type {

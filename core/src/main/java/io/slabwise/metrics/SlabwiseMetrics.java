@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.slabwise.CategoryStats;
+import io.slabwise.CompactionStats;
 import io.slabwise.LimitStats;
 import io.slabwise.MemoryLimitException;
 import io.slabwise.MemoryPool;
@@ -95,6 +96,8 @@ public final class SlabwiseMetrics implements MeterBinder {
     private volatile Snapshot snapshot;
     /** The limit counts of the latest snapshot; kept once the pool is gone, so the counts stay where they were. */
     private volatile LimitStats lastLimits;
+    /** The pool's compaction totals when last read, kept for the counters once the pool is gone. */
+    private volatile CompactionStats lastCompaction = CompactionStats.NONE;
 
     /** A snapshot and the clock reading when it was taken, published together. */
     private record Snapshot(PoolStats stats, LimitStats limits, long takenAt) {
@@ -180,6 +183,8 @@ public final class SlabwiseMetrics implements MeterBinder {
                 return s == null ? Double.NaN : s.limits().waitingAllocations();
             });
         }
+
+        registerCompaction(registry);
 
         synchronized (bindLock) {
             registries.add(registry);
@@ -270,6 +275,30 @@ public final class SlabwiseMetrics implements MeterBinder {
                 .description(meter.description())
                 .tags(limitTags)
                 .register(registry);
+    }
+
+    /** The compaction counters and timer, read from the pool's running totals. */
+    private void registerCompaction(MeterRegistry registry) {
+        register(registry, SlabwiseMeters.COMPACTION_MOVED, tags, m -> m.compactionTotals().movedBytes());
+        register(registry, SlabwiseMeters.COMPACTION_MOVED_ENTRIES, tags, m -> m.compactionTotals().movedEntries());
+        register(registry, SlabwiseMeters.COMPACTION_FREED, tags, m -> m.compactionTotals().bytesFreed());
+        register(registry, SlabwiseMeters.COMPACTION_REFUSED, tags, m -> m.compactionTotals().refusedEntries());
+        register(registry, SlabwiseMeters.COMPACTION_HELD_BY_READERS, tags, m -> m.compactionTotals().heldByReaders());
+        SlabwiseMeters meter = SlabwiseMeters.COMPACTION;
+        FunctionTimer.builder(meter.meterName(), this, m -> m.compactionTotals().compactions(),
+                        m -> m.compactionTotals().nanos(), TimeUnit.NANOSECONDS)
+                .description(meter.description())
+                .tags(tags)
+                .register(registry);
+    }
+
+    /** The pool's compaction totals, or the last ones seen once the pool is gone: counters never go back. */
+    private CompactionStats compactionTotals() {
+        MemoryPool p = pool.get();
+        if (p != null) {
+            lastCompaction = p.compactionTotals();
+        }
+        return lastCompaction;
     }
 
     /** Registers {@code meter} as its declared type, reading {@code value} from this binder. */

@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.slabwise.Allocation;
 import io.slabwise.Category;
+import io.slabwise.CompactionStats;
 import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryLimitException;
 import io.slabwise.MemoryPool;
@@ -362,6 +363,47 @@ class SlabwiseMetricsTest {
 
     private static List<String> keysOf(List<Tag> tags) {
         return tags.stream().map(Tag::getKey).sorted().toList();
+    }
+
+    @Test
+    void compactionMetersCountWhatCompactionsDid() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).build());
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new SlabwiseMetrics(pool, "test", clock::get).bindTo(registry);
+        Category cache = pool.category("cache");
+        List<Allocation> kept = new ArrayList<>();
+        for (int i = 0; i < 512; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(cache, 8192, a); // 4 chunks of 128 runs
+            if (i % 16 == 0) {
+                kept.add(a);
+            } else {
+                pool.free(a);
+            }
+        }
+        pool.trim();
+        pool.setRelocator("cache", evacuation -> {
+            for (int i = 0; i < kept.size(); i++) {
+                Allocation old = kept.get(i);
+                Allocation fresh = new Allocation();
+                if (evacuation.contains(old) && evacuation.moveInto(old, fresh)) {
+                    kept.set(i, fresh);
+                    pool.free(old);
+                }
+            }
+        });
+        CompactionStats done = pool.compact();
+        assertTrue(done.movedEntries() > 0 && done.chunksFreed() > 0, done::toString);
+        assertEquals(done.movedBytes(), registry.get("slabwise.compaction.moved").functionCounter().count());
+        assertEquals(done.movedEntries(), registry.get("slabwise.compaction.moved.entries").functionCounter().count());
+        assertEquals(done.bytesFreed(), registry.get("slabwise.compaction.freed").functionCounter().count());
+        assertEquals(0, registry.get("slabwise.compaction.refused").functionCounter().count());
+        assertEquals(0, registry.get("slabwise.compaction.held.by.readers").functionCounter().count());
+        FunctionTimer timer = registry.get("slabwise.compaction").functionTimer();
+        assertEquals(1, timer.count());
+        assertEquals(done.nanos(), timer.totalTime(TimeUnit.NANOSECONDS), 1);
+        kept.forEach(pool::free);
+        pool.close();
     }
 
     private static double gauge(SimpleMeterRegistry registry, String name, String category) {
