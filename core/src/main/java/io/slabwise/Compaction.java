@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Compaction: empties sparsely used chunks by having their owners move what
@@ -18,7 +19,8 @@ import java.util.function.Consumer;
  *
  * <pre>
  *  choose   sparse chunks of the categories that have a relocator, least used first, up to the byte budget:
- *             arena chunks        used ≤ maxOccupancy × chunk      (mixed categories: only relocatable entries move)
+ *             arena chunks        used ≤ maxOccupancy × chunk      (mixed categories: only relocatable entries move;
+ *                                 chosen only while a relocatable category has memory in the general pool)
  *             sequential chunks   pinned (retired), live ≤ maxOccupancy × chunk
  *             block pool blocks   cut into sub-blocks, sub-blocks in use ≤ maxOccupancy × block
  *  mark     chunk.evacuating = true:  no new placement there; memory freed there skips the thread caches
@@ -70,6 +72,7 @@ final class Compaction {
     private final Attempt generalMove;
     private final Admission admission;
     private final Consumer<Allocation> free;
+    private final Supplier<ThreadCaches.Snapshot> counters;
     private final int chunkSize;
     private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
     private final ReentrantLock running = new ReentrantLock();
@@ -77,7 +80,7 @@ final class Compaction {
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
                ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
-               int chunkSize) {
+               Supplier<ThreadCaches.Snapshot> counters, int chunkSize) {
         this.arenas = arenas;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
@@ -85,6 +88,7 @@ final class Compaction {
         this.admission = admission;
         this.generalMove = generalMove;
         this.free = free;
+        this.counters = counters;
         this.chunkSize = chunkSize;
     }
 
@@ -202,11 +206,13 @@ final class Compaction {
     private List<Victim> choose(double maxOccupancy, long maxBytesToMove) {
         List<Victim> candidates = new ArrayList<>();
         long maxUsedInChunk = (long) (maxOccupancy * chunkSize);
-        for (Arena arena : arenas) {
-            List<Chunk> sparse = new ArrayList<>();
-            arena.sparseChunks(maxUsedInChunk, sparse);
-            for (Chunk chunk : sparse) {
-                candidates.add(arenaChunk(chunk, arena));
+        if (relocatableInGeneralPool()) { // else marking general chunks would only make other categories' traffic pay
+            for (Arena arena : arenas) {
+                List<Chunk> sparse = new ArrayList<>();
+                arena.sparseChunks(maxUsedInChunk, sparse);
+                for (Chunk chunk : sparse) {
+                    candidates.add(arenaChunk(chunk, arena));
+                }
             }
         }
         for (SequentialAllocator sequential : sequentialAllocators) {
@@ -230,6 +236,17 @@ final class Compaction {
             bytes += victim.usedBytes;
         }
         return chosen;
+    }
+
+    /** Whether a category with a relocator has live memory in the general pool (not carved by a cache allocator). */
+    private boolean relocatableInGeneralPool() {
+        ThreadCaches.Snapshot now = counters.get();
+        for (Category category : relocators.keySet()) {
+            if (now.reserved(category.id) > now.carved(category.id)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static Victim arenaChunk(Chunk chunk, Arena arena) {

@@ -119,7 +119,8 @@ public final class MemoryPool implements AutoCloseable {
         this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
-                admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, sizes.chunkSize());
+                admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, this::counters,
+                sizes.chunkSize());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);

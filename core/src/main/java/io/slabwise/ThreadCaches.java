@@ -340,6 +340,11 @@ final class ThreadCaches {
             return allocations[category];
         }
 
+        /** Reserved bytes of the category carved by sequential allocators and block pools; the rest is the general pool's. */
+        long carved(int category) {
+            return category < carved.length ? carved[category] : 0;
+        }
+
         long releases(int category) {
             return releases[category];
         }
