@@ -459,14 +459,19 @@ final class Arena {
      * after applying the frees other threads handed over; for a compaction
      * to choose from. Whole chunks lent to a sequential allocator are full,
      * so never among them.
+     *
+     * @return the free bytes of all this arena's chunks, idle ones included
      */
-    synchronized void sparseChunks(long maxUsedBytes, List<Chunk> out) {
+    synchronized long sparseChunks(long maxUsedBytes, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
+        long free = 0;
         for (Chunk chunk : chunks) {
+            free += chunk.chunkSize() - chunk.usedBytes;
             if (!chunk.isEmpty() && chunk.usedBytes <= maxUsedBytes) {
                 out.add(chunk);
             }
         }
+        return free;
     }
 
     /** Bytes of {@code chunk}, one of this arena's, handed out now. */

@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -73,6 +74,8 @@ final class Compaction {
     private final Admission admission;
     private final Consumer<Allocation> free;
     private final Supplier<ThreadCaches.Snapshot> counters;
+    /** Bytes that may still be committed under the ceiling ({@code Long.MAX_VALUE} without one). */
+    private final LongSupplier headroom;
     private final int chunkSize;
     private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
     private final ReentrantLock running = new ReentrantLock();
@@ -80,7 +83,7 @@ final class Compaction {
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
                ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
-               Supplier<ThreadCaches.Snapshot> counters, int chunkSize) {
+               Supplier<ThreadCaches.Snapshot> counters, LongSupplier headroom, int chunkSize) {
         this.arenas = arenas;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
@@ -89,6 +92,7 @@ final class Compaction {
         this.generalMove = generalMove;
         this.free = free;
         this.counters = counters;
+        this.headroom = headroom;
         this.chunkSize = chunkSize;
     }
 
@@ -206,10 +210,11 @@ final class Compaction {
     private List<Victim> choose(double maxOccupancy, long maxBytesToMove) {
         List<Victim> candidates = new ArrayList<>();
         long maxUsedInChunk = (long) (maxOccupancy * chunkSize);
+        long generalFree = 0; // free bytes in general chunks: where moved general entries can go without a new chunk
         if (relocatableInGeneralPool()) { // else marking general chunks would only make other categories' traffic pay
             for (Arena arena : arenas) {
                 List<Chunk> sparse = new ArrayList<>();
-                arena.sparseChunks(maxUsedInChunk, sparse);
+                generalFree += arena.sparseChunks(maxUsedInChunk, sparse);
                 for (Chunk chunk : sparse) {
                     candidates.add(arenaChunk(chunk, arena));
                 }
@@ -226,16 +231,39 @@ final class Compaction {
             }
         }
         candidates.sort(Comparator.comparingLong(v -> v.usedBytes));
+        // what moves must land somewhere else: in free space of chunks not chosen, or in new chunks under the ceiling
+        // (a sequential allocator's open chunk, or a block pool's other blocks, have some room too: one chunk's worth)
+        long headroom = this.headroom.getAsLong();
         List<Victim> chosen = new ArrayList<>();
         long bytes = 0;
+        long generalBytes = 0;
+        long otherBytes = 0;
         for (Victim victim : candidates) {
             if (bytes + victim.usedBytes > maxBytesToMove) {
                 break;
+            }
+            if (victim instanceof ArenaChunk) {
+                long freeElsewhere = generalFree - (victim.size() - victim.usedBytes);
+                if (generalBytes + victim.usedBytes > saturatedAdd(freeElsewhere, headroom)) {
+                    continue;
+                }
+                generalFree = freeElsewhere;
+                generalBytes += victim.usedBytes;
+            } else {
+                if (otherBytes + victim.usedBytes > saturatedAdd(chunkSize, headroom)) {
+                    continue;
+                }
+                otherBytes += victim.usedBytes;
             }
             chosen.add(victim);
             bytes += victim.usedBytes;
         }
         return chosen;
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
     }
 
     /** Whether a category with a relocator has live memory in the general pool (not carved by a cache allocator). */
@@ -250,17 +278,27 @@ final class Compaction {
     }
 
     private static Victim arenaChunk(Chunk chunk, Arena arena) {
-        return new Victim(chunk, arena.usedBytes(chunk)) {
-            @Override
-            boolean start() {
-                return arena.startEvacuation(chunk);
-            }
+        return new ArenaChunk(chunk, arena);
+    }
 
-            @Override
-            boolean end() {
-                return arena.endEvacuation(chunk);
-            }
-        };
+    /** A general-pool chunk as a victim. */
+    private static final class ArenaChunk extends Victim {
+        private final Arena arena;
+
+        ArenaChunk(Chunk chunk, Arena arena) {
+            super(chunk, arena.usedBytes(chunk));
+            this.arena = arena;
+        }
+
+        @Override
+        boolean start() {
+            return arena.startEvacuation(chunk);
+        }
+
+        @Override
+        boolean end() {
+            return arena.endEvacuation(chunk);
+        }
     }
 
     /** Sends this thread's cached memory back to the arenas now, and asks every other thread to at its next operation. */

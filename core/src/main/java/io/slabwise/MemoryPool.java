@@ -120,6 +120,7 @@ public final class MemoryPool implements AutoCloseable {
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
                 admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, this::counters,
+                () -> limit.max == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, limit.max - committed.committed()),
                 sizes.chunkSize());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {

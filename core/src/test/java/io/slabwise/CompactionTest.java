@@ -218,4 +218,82 @@ class CompactionTest {
             pool.free(own);
         }
     }
+
+    /** Fills a general-pool category with 8 KiB runs and keeps one in {@code every}, spread over every chunk. */
+    private static Owner fragmented(MemoryPool pool, String category, int runs, int every) {
+        Category c = pool.category(category);
+        Owner owner = new Owner(pool);
+        List<Allocation> all = new ArrayList<>();
+        for (int i = 0; i < runs; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(c, 8192, a);
+            all.add(a);
+        }
+        for (int i = 0; i < runs; i++) {
+            if (i % every == 0) {
+                owner.add(all.get(i), i);
+            } else {
+                pool.free(all.get(i));
+            }
+        }
+        pool.trim();
+        return owner;
+    }
+
+    @Test
+    void backgroundCompactionMovesNoMoreThanItsBudgetATick() {
+        ManualTime time = new ManualTime();
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time)
+                .scheduler(time).compactionBytesPerSecond(64 * 1024).build())) {
+            Owner owner = fragmented(pool, "cache", 1024, 16); // 8 chunks, 8 runs (64 KiB) live in each
+            time.runScheduled(); // no relocator yet: nothing happens
+            assertEquals(0, pool.compactionTotals().compactions());
+            pool.setRelocator("cache", owner);
+            time.runScheduled();
+            CompactionStats first = pool.compactionTotals();
+            assertEquals(1, first.compactions());
+            assertTrue(first.movedBytes() > 0 && first.movedBytes() <= 64 * 1024, first::toString);
+            assertEquals(1, first.chunksFreed(), first::toString);
+            for (int tick = 0; tick < 20; tick++) {
+                time.runScheduled();
+            }
+            CompactionStats all = pool.compactionTotals();
+            assertTrue(all.movedBytes() <= 21 * 64 * 1024, all::toString);
+            assertTrue(all.chunksFreed() >= 6, all::toString);
+            owner.check();
+            owner.freeAll();
+        }
+    }
+
+    @Test
+    void theCeilingCompactsBeforeRefusing() {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1)
+                .maxMemory(8L * CHUNK).limitPolicy(LimitPolicy.RETURN_NULL).chunkSource(ChunkSource.direct()).build())) {
+            Owner owner = fragmented(pool, "cache", 1024, 16); // the ceiling's 8 chunks, each an eighth used
+            Category other = pool.category("other");
+            Allocation big = new Allocation();
+            assertFalse(pool.allocate(other, 2 * CHUNK / 3, big), "no chunk has a free run this long");
+            pool.setRelocator("cache", owner);
+            assertTrue(pool.allocate(other, 2 * CHUNK / 3, big), "compaction at the ceiling emptied chunks");
+            assertTrue(pool.compactionTotals().chunksFreed() > 0);
+            owner.check();
+            pool.free(big);
+            owner.freeAll();
+        }
+    }
+
+    @Test
+    void aBudgetOfZeroMovesNothingAndUnmarksEverything() {
+        try (MemoryPool pool = pool()) {
+            Owner owner = fragmented(pool, "cache", 512, 16);
+            pool.setRelocator("cache", owner);
+            CompactionStats none = pool.compact(0.5, 0);
+            assertEquals(0, none.movedEntries());
+            assertEquals(0, none.chunksEvacuated());
+            CompactionStats done = pool.compact();
+            assertTrue(done.chunksFreed() > 0, done::toString);
+            owner.check();
+            owner.freeAll();
+        }
+    }
 }
