@@ -36,7 +36,7 @@ class PoolEventsTest {
     private static final int KIB = 1024;
     private static final int CHUNK = 1 << 20;
     private static final List<String> EVENTS = List.of("io.slabwise.ChunkCommitted", "io.slabwise.ChunkReleased",
-            "io.slabwise.LimitRefused", "io.slabwise.LimitWait", "io.slabwise.Trim");
+            "io.slabwise.LimitRefused", "io.slabwise.LimitWait", "io.slabwise.Trim", "io.slabwise.Compaction");
 
     @TempDir
     Path dir;
@@ -224,6 +224,46 @@ class PoolEventsTest {
         assertTrue(named(served2, "io.slabwise.LimitRefused").isEmpty());
         pool.free(held);
         patient.free(served);
+    }
+
+    @Test
+    void aCompactionRecordsWhatItMovedAndFreed() throws IOException {
+        MemoryPool pool = new MemoryPool(config().build());
+        Category cache = pool.category("cache");
+        java.util.ArrayList<Allocation> kept = new java.util.ArrayList<>();
+        java.util.ArrayList<Allocation> all = new java.util.ArrayList<>();
+        for (int i = 0; i < 256; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(cache, 8 * KIB, a); // two chunks of 128 runs
+            all.add(a);
+        }
+        for (int i = 0; i < all.size(); i++) {
+            if (i % 32 == 0) {
+                kept.add(all.get(i));
+            } else {
+                pool.free(all.get(i));
+            }
+        }
+        pool.setRelocator("cache", evacuation -> {
+            for (int i = 0; i < kept.size(); i++) {
+                Allocation fresh = new Allocation();
+                if (evacuation.contains(kept.get(i)) && evacuation.moveInto(kept.get(i), fresh)) {
+                    pool.free(kept.set(i, fresh));
+                }
+            }
+        });
+        AtomicReference<CompactionStats> done = new AtomicReference<>();
+        List<RecordedEvent> events = record(() -> done.set(pool.compact()));
+        RecordedEvent event = single(named(events, "io.slabwise.Compaction"));
+        assertEquals("compact", event.getString("cause"));
+        assertEquals(done.get().chunksEvacuated(), event.getLong("chunksEvacuated"));
+        assertEquals(done.get().chunksFreed(), event.getLong("chunksFreed"));
+        assertEquals(done.get().bytesFreed(), event.getLong("bytesFreed"));
+        assertEquals(8, event.getLong("movedEntries"));
+        assertEquals(64 * KIB, event.getLong("movedBytes"));
+        assertEquals(0, event.getLong("refusedEntries"));
+        assertTrue(event.getLong("chunksFreed") >= 1, event::toString);
+        kept.forEach(pool::free);
     }
 
     @Test
