@@ -374,7 +374,8 @@ public final class SequentialAllocator implements Allocator {
 
                     @Override
                     boolean end() {
-                        boolean emptied = !pinned.contains(slab);
+                        // emptied, and not taken again meanwhile as a stripe's chunk (from the spare)
+                        boolean emptied = !pinned.contains(slab) && !slab.isOpen();
                         chunk.evacuating = false;
                         if (emptied) {
                             chunk.arena.endEvacuation(chunk); // gives it back if it went to the arena idle
@@ -489,6 +490,17 @@ public final class SequentialAllocator implements Allocator {
          */
         long liveBytes() {
             return carved - (state.get() >>> 32);
+        }
+
+        /**
+         * Whether the chunk is a stripe's current or overflow chunk now; any
+         * thread, a moment's view. While open the low count is {@link #OPEN}
+         * less the releases so far, which are fewer than the slices a chunk
+         * holds (a chunk of 256 MiB holds at most 2^25 slices of 8 bytes), so
+         * it stays above half of {@code OPEN}; once closed it is below.
+         */
+        boolean isOpen() {
+            return (int) state.get() >= OPEN / 2;
         }
 
         /** Makes an emptied chunk (the spare) a fresh open chunk; under the lock of the stripe that opens it. */
