@@ -11,7 +11,6 @@ import org.junit.jupiter.api.Timeout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -119,7 +118,7 @@ class CompactionTest {
             // 200 survivors of about 8 KiB: 1.6 MiB, about a chunk per 20 size classes' subpages at most
             assertTrue(after <= 4 && before >= 3 * after, () -> "chunks " + before + " -> " + after + ", " + done);
             owner.check();
-            assertSame(done.compactions(), pool.compactionTotals().compactions());
+            assertEquals(1, pool.compactionTotals().compactions());
             owner.freeAll();
             assertEquals(0, pool.requestedBytes());
         }
