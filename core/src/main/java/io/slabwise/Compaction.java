@@ -9,7 +9,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
-import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -74,8 +73,8 @@ final class Compaction {
     private final Admission admission;
     private final Consumer<Allocation> free;
     private final Supplier<ThreadCaches.Snapshot> counters;
-    /** Bytes that may still be committed under the ceiling ({@code Long.MAX_VALUE} without one). */
-    private final LongSupplier headroom;
+    /** The ceiling: its room left, and the reserve kept for compactions' moves. */
+    private final MemoryLimit limit;
     private final int chunkSize;
     private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
     private final ReentrantLock running = new ReentrantLock();
@@ -83,7 +82,7 @@ final class Compaction {
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
                ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
-               Supplier<ThreadCaches.Snapshot> counters, LongSupplier headroom, int chunkSize) {
+               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, int chunkSize) {
         this.arenas = arenas;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
@@ -92,13 +91,17 @@ final class Compaction {
         this.generalMove = generalMove;
         this.free = free;
         this.counters = counters;
-        this.headroom = headroom;
+        this.limit = limit;
         this.chunkSize = chunkSize;
     }
 
     /** Registers (or, with null, removes) the relocator of a category; returns the one it replaced. */
     Relocator setRelocator(Category category, Relocator relocator) {
-        return relocator == null ? relocators.remove(category) : relocators.put(category, relocator);
+        synchronized (relocators) {
+            Relocator before = relocator == null ? relocators.remove(category) : relocators.put(category, relocator);
+            limit.reserveForCompaction(relocators.isEmpty() ? 0 : chunkSize);
+            return before;
+        }
     }
 
     /** Whether any category has a relocator. */
@@ -133,6 +136,7 @@ final class Compaction {
         } else if (!running.tryLock()) {
             return CompactionStats.NONE;
         }
+        limit.compacting(true);
         try {
             PoolEvents.Compaction event = PoolEvents.beginCompaction();
             long start = System.nanoTime();
@@ -141,6 +145,7 @@ final class Compaction {
             PoolEvents.endCompaction(event, cause, done);
             return done;
         } finally {
+            limit.compacting(false);
             running.unlock();
         }
     }
@@ -233,7 +238,7 @@ final class Compaction {
         candidates.sort(Comparator.comparingLong(v -> v.usedBytes));
         // what moves must land somewhere else: in free space of chunks not chosen, or in new chunks under the ceiling
         // (a sequential allocator's open chunk, or a block pool's other blocks, have some room too: one chunk's worth)
-        long headroom = this.headroom.getAsLong();
+        long headroom = limit.max == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, limit.max - limit.committed());
         List<Victim> chosen = new ArrayList<>();
         long bytes = 0;
         long generalBytes = 0;

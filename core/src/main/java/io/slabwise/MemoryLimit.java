@@ -14,6 +14,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * past {@code max}; it is the only way memory is taken from the chunk source,
  * so committed bytes never exceed the ceiling, under any concurrency.
  *
+ * <h2>The compaction reserve</h2>
+ * While a category has a relocator, the last {@link #compactionReserve} bytes
+ * under the ceiling are kept for the thread that runs a compaction: a move
+ * needs new memory before the chunk it empties goes back, and at the ceiling
+ * there would be none. Other commits stop that far below {@code max}; the
+ * ceiling itself still holds for everyone.
+ *
  * <h2>Waiting</h2>
  * Callers whose policy is to wait line up in the {@link WaitQueue} of the
  * resource that refused them: the ceiling's queue, or the queue of their
@@ -39,6 +46,10 @@ final class MemoryLimit {
     private volatile Thread retrying;
     /** Callers waiting for committed memory under the ceiling. */
     final WaitQueue ceilingQueue = new WaitQueue();
+    /** Bytes under the ceiling only {@link #compacting} may commit; 0 when no category has a relocator. */
+    private volatile long compactionReserve;
+    /** The thread running a compaction now, or null; one at a time. */
+    private volatile Thread compacting;
 
     /**
      * The callers waiting for one resource (the ceiling, or one category's
@@ -65,17 +76,39 @@ final class MemoryLimit {
         return committed.get();
     }
 
-    /** Adds {@code bytes} to the committed count unless that would pass the ceiling. */
+    /**
+     * Adds {@code bytes} to the committed count unless that would pass the
+     * ceiling, or reach into the compaction reserve from any thread but the
+     * compacting one.
+     */
     boolean tryCommit(long bytes) {
         while (true) {
             long current = committed.get();
             if (current + bytes > max) {
                 return false;
             }
+            // read only near the ceiling: the fast path stays one comparison
+            if (current + bytes > max - compactionReserve && Thread.currentThread() != compacting) {
+                return false;
+            }
             if (committed.compareAndSet(current, current + bytes)) {
                 return true;
             }
         }
+    }
+
+    /**
+     * Keeps {@code bytes} under the ceiling for compactions' moves (0: none);
+     * nothing when the pool has no ceiling, or one under four times the
+     * reserve, which would leave too little to everything else.
+     */
+    void reserveForCompaction(long bytes) {
+        compactionReserve = max == Long.MAX_VALUE || bytes > max / 4 ? 0 : bytes;
+    }
+
+    /** Marks the calling thread as the one running a compaction ({@code true}), or unmarks it. */
+    void compacting(boolean running) {
+        compacting = running ? Thread.currentThread() : null;
     }
 
     void uncommit(long bytes) {

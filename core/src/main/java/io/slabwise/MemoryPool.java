@@ -120,8 +120,7 @@ public final class MemoryPool implements AutoCloseable {
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
                 admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, this::counters,
-                () -> limit.max == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, limit.max - committed.committed()),
-                sizes.chunkSize());
+                limit, sizes.chunkSize());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);
@@ -233,6 +232,10 @@ public final class MemoryPool implements AutoCloseable {
      * entries, which moves them when a compaction asks. With null, removes
      * it; the category's memory then never moves again. Only entries of a
      * category with a relocator are ever moved, and only by that relocator.
+     * While any category has one, the last chunk under the ceiling (when the
+     * ceiling holds at least four chunks) is kept for compactions' moves:
+     * other allocations are refused a chunk earlier, so that a compaction at
+     * the ceiling always has room to move into.
      *
      * @return the relocator it replaced, or null
      * @throws IllegalArgumentException for a category of another pool
