@@ -2,11 +2,15 @@ package io.slabwise.examples.broker;
 
 import io.netty.buffer.ByteBuf;
 import io.slabwise.netty.BlockByteBufAllocator;
+import io.slabwise.netty.BufferEvacuation;
 
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
 
 /**
  * A broker's block cache: blocks of segments read from object storage
@@ -21,50 +25,92 @@ import java.util.function.BiConsumer;
  * </pre>
  *
  * <p>Every cached block is held by exactly one reference of the cache; an
- * eviction releases it, so its memory is freed as soon as no reader holds a
- * duplicate of it. The cache's {@link #bytes()} therefore equal the requested
- * bytes of its allocator's category while no reader holds an evicted block.
+ * eviction or an {@linkplain #invalidate invalidation} releases it, so its
+ * memory is freed as soon as no reader holds a duplicate of it. The cache's
+ * {@link #bytes()} therefore equal the requested bytes of its allocator's
+ * category while no reader holds a block that left the cache.
  *
- * <p>Thread-safe: one lock (the cache's monitor) guards it; a loader runs
- * under it, so two readers never load the same block twice (and a slow loader
- * holds up the others: fine for an example, not for a broker).
+ * <h2>Relocation</h2>
+ * A payload's tail lies in sub-blocks and mini-blocks shared with other
+ * payloads; once most of those are gone (evicted, or invalidated when
+ * retention deletes their segments), a few tails keep whole blocks. Made with
+ * a {@link CacheRelocator}, the cache lets a compaction move the payloads
+ * that lie in such blocks: under its lock, taken without waiting, it copies
+ * each one whole to new memory, puts the copy in the map in place of the old
+ * one without changing its place in the LRU order, and releases the old one.
+ * A reader holding a duplicate keeps reading the old bytes; that memory goes
+ * back when the reader releases it.
+ *
+ * <p>Thread-safe: one lock guards it; a loader runs under it, so two readers
+ * never load the same block twice (and a slow loader holds up the others:
+ * fine for an example, not for a broker). A compaction that finds the lock
+ * held (during a load, say) leaves the blocks where they are and counts a
+ * {@linkplain #relocationsSkipped() skip}.
  */
 public final class BlockCache implements AutoCloseable {
 
     private final BlockByteBufAllocator allocator;
     private final long maxBytes;
+    private final CacheRelocator relocator;
+    /** This cache's side of the relocator; private, so that only the relocator can move its blocks. */
+    private final CacheRelocator.Owner owner = this::relocate;
+    private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, ByteBuf> entries = new LinkedHashMap<>(64, 0.75f, true);
     private long bytes;
     private long hits;
     private long misses;
     private long evictions;
+    private long relocations;
+    /** Counted without the lock: the compaction that counts it could not take it. */
+    private final AtomicLong relocationsSkipped = new AtomicLong();
     private boolean closed;
 
     /**
-     * A cache of at most {@code maxBytes} bytes of blocks.
+     * A cache of at most {@code maxBytes} bytes of blocks, whose blocks never move.
      *
      * @throws IllegalArgumentException when {@code maxBytes} is not positive
      */
     public BlockCache(BlockByteBufAllocator allocator, long maxBytes) {
+        this(allocator, maxBytes, null);
+    }
+
+    /**
+     * A cache of at most {@code maxBytes} bytes of blocks that joins
+     * {@code relocator} (the relocator of its allocator's category, on the
+     * allocator that made {@code allocator}), so that compactions can move its
+     * blocks, until it is closed; with a null relocator its blocks never move.
+     *
+     * @throws IllegalArgumentException when {@code maxBytes} is not positive, or the relocator is of another category
+     */
+    public BlockCache(BlockByteBufAllocator allocator, long maxBytes, CacheRelocator relocator) {
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("maxBytes must be positive: " + maxBytes);
         }
         this.allocator = allocator;
         this.maxBytes = maxBytes;
+        this.relocator = relocator;
+        if (relocator != null) {
+            relocator.join(owner, allocator.category());
+        }
     }
 
     /**
      * The block under {@code key} as a retained duplicate the caller must
      * release, or null on a miss; a hit makes it the most recently used.
      */
-    public synchronized ByteBuf get(String key) {
-        ByteBuf buf = entries.get(key);
-        if (buf == null) {
-            misses++;
-            return null;
+    public ByteBuf get(String key) {
+        lock.lock();
+        try {
+            ByteBuf buf = entries.get(key);
+            if (buf == null) {
+                misses++;
+                return null;
+            }
+            hits++;
+            return buf.retainedDuplicate();
+        } finally {
+            lock.unlock();
         }
-        hits++;
-        return buf.retainedDuplicate();
     }
 
     /**
@@ -77,39 +123,67 @@ public final class BlockCache implements AutoCloseable {
      * @throws IllegalArgumentException when {@code size} is not positive
      * @throws IllegalStateException    when the cache is closed
      */
-    public synchronized ByteBuf getOrLoad(String key, int size, BiConsumer<String, ByteBuf> loader) {
-        if (closed) {
-            throw new IllegalStateException("the block cache is closed");
-        }
-        if (size <= 0) {
-            throw new IllegalArgumentException("block '" + key + "' must have a positive size: " + size);
-        }
-        ByteBuf cached = get(key);
-        if (cached != null || size > maxBytes) {
-            return cached;
-        }
-        while (bytes + size > maxBytes) {
-            evictEldest();
-        }
-        ByteBuf buf = allocator.allocate(size);
-        while (buf == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
-            evictEldest();
-            buf = allocator.allocate(size);
-        }
-        if (buf == null) {
-            return null;
-        }
+    public ByteBuf getOrLoad(String key, int size, BiConsumer<String, ByteBuf> loader) {
+        lock.lock();
         try {
-            loader.accept(key, buf);
-        } catch (RuntimeException | Error e) {
-            buf.release();
-            throw e;
+            if (closed) {
+                throw new IllegalStateException("the block cache is closed");
+            }
+            if (size <= 0) {
+                throw new IllegalArgumentException("block '" + key + "' must have a positive size: " + size);
+            }
+            ByteBuf cached = get(key);
+            if (cached != null || size > maxBytes) {
+                return cached;
+            }
+            while (bytes + size > maxBytes) {
+                evictEldest();
+            }
+            ByteBuf buf = allocator.allocate(size);
+            while (buf == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
+                evictEldest();
+                buf = allocator.allocate(size);
+            }
+            if (buf == null) {
+                return null;
+            }
+            try {
+                loader.accept(key, buf);
+            } catch (RuntimeException | Error e) {
+                buf.release();
+                throw e;
+            }
+            entries.put(key, buf);
+            bytes += size;
+            return buf.retainedDuplicate();
+        } finally {
+            lock.unlock();
         }
-        entries.put(key, buf);
-        bytes += size;
-        return buf.retainedDuplicate();
     }
 
+    /**
+     * Removes the block under {@code key} and releases the cache's reference
+     * to it (its segment was deleted, say); not counted as an eviction nor as a
+     * lookup.
+     *
+     * @return whether it was cached
+     */
+    public boolean invalidate(String key) {
+        lock.lock();
+        try {
+            ByteBuf buf = entries.remove(key);
+            if (buf == null) {
+                return false;
+            }
+            bytes -= buf.capacity();
+            buf.release();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under the lock. */
     private void evictEldest() {
         Iterator<Map.Entry<String, ByteBuf>> eldest = entries.entrySet().iterator();
         ByteBuf buf = eldest.next().getValue();
@@ -119,9 +193,40 @@ public final class BlockCache implements AutoCloseable {
         buf.release();
     }
 
+    /**
+     * Moves the blocks {@code evacuation} contains, least recently used
+     * first, while its budget lasts; returns at once when the lock is held.
+     */
+    private void relocate(BufferEvacuation evacuation) {
+        if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
+            relocationsSkipped.incrementAndGet();
+            return;
+        }
+        try {
+            // walking the entries and setting a value in place leaves the access order as it is (put would not)
+            for (Map.Entry<String, ByteBuf> entry : entries.entrySet()) { // none once closed
+                if (!evacuation.budgetLeft()) {
+                    return;
+                }
+                ByteBuf old = entry.getValue();
+                if (!evacuation.contains(old)) {
+                    continue;
+                }
+                ByteBuf moved = evacuation.move(old);
+                if (moved != null) { // else the budget is spent or a limit refused: it stays, counted by the pool
+                    entry.setValue(moved);
+                    old.release();
+                    relocations++;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Bytes of blocks cached. */
-    public synchronized long bytes() {
-        return bytes;
+    public long bytes() {
+        return underLock(() -> bytes);
     }
 
     /** The bound on {@link #bytes()}. */
@@ -130,36 +235,72 @@ public final class BlockCache implements AutoCloseable {
     }
 
     /** Blocks cached. */
-    public synchronized int size() {
-        return entries.size();
+    public int size() {
+        return (int) underLock(() -> entries.size());
     }
 
     /** Lookups that found their block. */
-    public synchronized long hits() {
-        return hits;
+    public long hits() {
+        return underLock(() -> hits);
     }
 
     /** Lookups that did not. */
-    public synchronized long misses() {
-        return misses;
+    public long misses() {
+        return underLock(() -> misses);
     }
 
     /** Blocks evicted so far (by loads and by {@link #close()}). */
-    public synchronized long evictions() {
-        return evictions;
+    public long evictions() {
+        return underLock(() -> evictions);
+    }
+
+    /** Blocks moved to new memory by compactions so far. */
+    public long relocations() {
+        return underLock(() -> relocations);
+    }
+
+    /** Compactions that found the cache's lock held and left its blocks where they were. */
+    public long relocationsSkipped() {
+        return relocationsSkipped.get();
     }
 
     /** Whether {@code key} is cached, without touching its recency. */
-    public synchronized boolean contains(String key) {
-        return entries.containsKey(key);
+    public boolean contains(String key) {
+        lock.lock();
+        try {
+            return entries.containsKey(key);
+        } finally {
+            lock.unlock();
+        }
     }
 
-    /** Releases every cached block; later loads fail, lookups miss. Closing twice does nothing. */
+    /** Reads a field under the lock. */
+    private long underLock(LongSupplier field) {
+        lock.lock();
+        try {
+            return field.getAsLong();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Releases every cached block and leaves the relocator; later loads fail,
+     * lookups miss. Closing twice does nothing.
+     */
     @Override
-    public synchronized void close() {
-        closed = true;
-        while (!entries.isEmpty()) {
-            evictEldest();
+    public void close() {
+        lock.lock();
+        try {
+            closed = true;
+            while (!entries.isEmpty()) {
+                evictEldest();
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (relocator != null) {
+            relocator.leave(owner);
         }
     }
 }

@@ -2,8 +2,12 @@ package io.slabwise.examples.broker;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.slabwise.BlockStats;
 import io.slabwise.CategoryStats;
+import io.slabwise.CompactionStats;
 import io.slabwise.PoolStats;
+import io.slabwise.SequentialStats;
+import io.slabwise.netty.BlockByteBufAllocator;
 import io.slabwise.netty.SequentialByteBufAllocator;
 import io.slabwise.netty.SlabwiseAllocator;
 
@@ -33,9 +37,26 @@ import java.util.concurrent.atomic.AtomicReference;
  * Every thread runs a bounded number of operations (tail readers stop early
  * once the producers are done and they have caught up). The demo then checks that
  * each category's requested bytes equal what its caches hold, prints the hit
- * rates and the allocator's report, closes the caches and checks that nothing
- * is left live; it exits with status 1 when something is (or a reader saw a
- * wrong batch).
+ * rates and the allocator's report.
+ *
+ * <p>Then it compacts. Both caches join a {@link CacheRelocator} of their
+ * category, so they move their entries when the allocator asks. First one
+ * request thread appends to both partitions, most batches to partition 0 and
+ * a small one in sixteen to partition 1, until partition 0 has turned its
+ * cache over twice: the chunks behind are emptied of partition 0's batches
+ * but stay pinned by partition 1's. Retention deletes the segments below
+ * {@value #RETAINED_FROM}, whose blocks leave the block cache and leave the
+ * blocks cut for their tails sparsely used. The demo prints the pinned
+ * chunks, the blocks held, the bytes of the pool's chunks and blocks and its
+ * committed bytes before and after {@code allocator.compact()}, with what the
+ * compaction did, and checks every cached batch and block again. (Where the
+ * pool carves its chunks and blocks out of 32 MiB region groups, the default
+ * with malloc on glibc, committed bytes count whole groups and drop only when
+ * a group empties; the chunks and blocks freed are room for the next ones.)
+ *
+ * <p>Last it closes the caches and checks that nothing is left live; it exits
+ * with status 1 when something is (or a reader saw a wrong batch, or a
+ * compaction changed one).
  *
  * <p>Run with {@code mvn -q -B -pl examples exec:java
  * -Dexec.mainClass=io.slabwise.examples.broker.BrokerCacheDemo}.
@@ -46,6 +67,10 @@ public final class BrokerCacheDemo {
     private static final int TAIL_READERS = 2;
     private static final int COLD_READERS = 2;
     private static final int SEGMENT_KEYS = 400;
+    /** Retention keeps the segments from this key on. */
+    private static final int RETAINED_FROM = 200;
+    /** One batch in this many goes to the quiet partition during the compaction phase. */
+    private static final int QUIET_SHARE = 16;
 
     private BrokerCacheDemo() {
     }
@@ -57,21 +82,45 @@ public final class BrokerCacheDemo {
 
     /**
      * Runs {@code operations} operations per producer and tail reader (a tenth
-     * of that per cold reader, whose blocks are large).
+     * of that per cold reader, whose blocks are large), then the compaction phase.
      *
      * @return whether every reader saw the right bytes, the accounting matched
-     *         the caches, and everything was released at the end
+     *         the caches, every entry was intact after the compaction, and
+     *         everything was released at the end
      */
     public static boolean run(int operations) throws InterruptedException {
+        return measure(operations).succeeded();
+    }
+
+    /**
+     * What a run found around its compaction, for a test to check.
+     *
+     * @param succeeded       what {@link #run} returns
+     * @param logBefore       the log cache's sequential allocator before the compaction
+     * @param logAfter        and after
+     * @param blocksBefore    the block cache's block pool before the compaction
+     * @param blocksAfter     and after
+     * @param poolBefore      the pool before the compaction
+     * @param poolAfter       and after
+     * @param compaction      what the compaction did
+     */
+    record Outcome(boolean succeeded, SequentialStats logBefore, SequentialStats logAfter, BlockStats blocksBefore,
+                   BlockStats blocksAfter, PoolStats poolBefore, PoolStats poolAfter, CompactionStats compaction) {
+    }
+
+    /** Runs as {@link #run} does and returns what it found. */
+    static Outcome measure(int operations) throws InterruptedException {
         SlabwiseAllocator allocator = SlabwiseAllocator.builder().quota("block_cache", 256L << 20).build();
         SequentialByteBufAllocator logAllocator = allocator.sequential("log_cache");
+        BlockByteBufAllocator blockAllocator = allocator.blocks("block_cache");
+        CacheRelocator logRelocator = new CacheRelocator(allocator, "log_cache"); // the partitions share it
         List<LogCache> partitions = new ArrayList<>();
         List<AtomicLong> nextOffsets = new ArrayList<>();
         for (int p = 0; p < PARTITIONS; p++) {
-            partitions.add(new LogCache(logAllocator, 32L << 20));
+            partitions.add(new LogCache(logAllocator, 32L << 20, logRelocator));
             nextOffsets.add(new AtomicLong());
         }
-        BlockCache blocks = new BlockCache(allocator.blocks("block_cache"), 128L << 20);
+        BlockCache blocks = new BlockCache(blockAllocator, 128L << 20, new CacheRelocator(allocator, "block_cache"));
         AtomicReference<Throwable> failure = new AtomicReference<>();
         AtomicInteger producing = new AtomicInteger(PARTITIONS);
 
@@ -126,6 +175,29 @@ public final class BrokerCacheDemo {
         System.out.println("category requested bytes equal the caches' bytes: " + accountingMatches);
         System.out.print(running.report());
 
+        int quietBatches = turnOverOnePartition(partitions.get(0), partitions.get(1), nextOffsets);
+        int deleted = 0;
+        for (int key = 0; key < RETAINED_FROM; key++) {
+            deleted += blocks.invalidate(segment(key)) ? 1 : 0;
+        }
+        System.out.printf(Locale.ROOT, "compaction phase: partition 0 turned over twice with %d small batches of partition 1 "
+                + "in between; retention deleted %d cached blocks, %d left%n", quietBatches, deleted, blocks.size());
+        SequentialStats logBefore = logAllocator.stats();
+        BlockStats blocksBefore = blockAllocator.stats();
+        PoolStats poolBefore = allocator.stats();
+        System.out.println("before compaction: " + compactionFigures(logBefore, blocksBefore, poolBefore));
+        CompactionStats compaction = allocator.compact();
+        System.out.println(compaction);
+        SequentialStats logAfter = logAllocator.stats();
+        BlockStats blocksAfter = blockAllocator.stats();
+        PoolStats poolAfter = allocator.stats();
+        System.out.println("after compaction:  " + compactionFigures(logAfter, blocksAfter, poolAfter));
+        boolean intact = partitions.stream().allMatch(BrokerCacheDemo::batchesIntact) && blocksIntact(blocks);
+        long logBytesAfter = partitions.stream().mapToLong(LogCache::bytes).sum();
+        intact &= poolAfter.category("log_cache").requested() == logBytesAfter
+                && poolAfter.category("block_cache").requested() == blocks.bytes();
+        System.out.println("every cached batch and block intact, category requested bytes equal the caches' bytes: " + intact);
+
         partitions.forEach(LogCache::close);
         blocks.close();
         PoolStats end = allocator.stats();
@@ -141,7 +213,105 @@ public final class BrokerCacheDemo {
         if (!released) {
             System.out.println("memory left live after closing the caches");
         }
-        return failure.get() == null && accountingMatches && released;
+        boolean succeeded = failure.get() == null && accountingMatches && intact && released;
+        return new Outcome(succeeded, logBefore, logAfter, blocksBefore, blocksAfter, poolBefore, poolAfter, compaction);
+    }
+
+    /**
+     * One request thread appends to both partitions: to {@code busy} until
+     * it has turned its cache over twice, and after every
+     * {@value #QUIET_SHARE}th of those a small batch (100 B to 4 KiB) to
+     * {@code quiet}. Returns the batches appended to {@code quiet}.
+     */
+    private static int turnOverOnePartition(LogCache busy, LogCache quiet, List<AtomicLong> nextOffsets) {
+        Random random = new Random(300);
+        ByteBuf batch = Unpooled.directBuffer(1 << 20);
+        int quietBatches = 0;
+        try {
+            long appended = 0;
+            for (int i = 0; i < 100_000 && appended < 2 * busy.maxBytes(); i++) {
+                int size = logUniform(random, 100, 1 << 20);
+                appendNext(busy, nextOffsets.get(0), batch, size);
+                appended += size;
+                if (i % QUIET_SHARE == 0) {
+                    appendNext(quiet, nextOffsets.get(1), batch, logUniform(random, 100, 4096));
+                    quietBatches++;
+                }
+            }
+        } finally {
+            batch.release();
+        }
+        return quietBatches;
+    }
+
+    /** Appends a batch of {@code size} bytes starting with its offset at the partition's next offset. */
+    private static void appendNext(LogCache log, AtomicLong nextOffset, ByteBuf batch, int size) {
+        long offset = nextOffset.get();
+        batch.clear().writerIndex(size).setLong(0, offset);
+        log.append(offset, batch);
+        nextOffset.set(offset + 1); // published after the append: readers only ask for appended offsets
+    }
+
+    /** A size from {@code min} to {@code max}, log-uniform. */
+    private static int logUniform(Random random, int min, int max) {
+        return (int) Math.exp(Math.log(min) + random.nextDouble() * (Math.log(max) - Math.log(min)));
+    }
+
+    /** Pinned chunks of the log cache, blocks of the block cache, the pool's chunks and blocks and committed bytes. */
+    private static String compactionFigures(SequentialStats log, BlockStats blocks, PoolStats pool) {
+        return String.format(Locale.ROOT, "log_cache %d pinned chunks (%.1f%% used), block_cache %d blocks "
+                        + "(%.1f MiB free in them); pool chunks and blocks %.1f MiB, committed=%.1f MiB",
+                log.pinnedChunks(), 100 * log.pinnedOccupancy(), blocks.blocks(), blocks.freeSlotBytes() / 1048576.0,
+                chunkAndBlockBytes(pool) / 1048576.0, pool.committedBytes() / 1048576.0);
+    }
+
+    /** The bytes of the chunks and blocks the pool holds: what compaction gives back. */
+    static long chunkAndBlockBytes(PoolStats pool) {
+        return (long) pool.chunks() * pool.chunkSize() + pool.blockRegionBytes();
+    }
+
+    /** Whether every batch the partition caches starts with its offset. */
+    private static boolean batchesIntact(LogCache log) {
+        for (long offset = log.oldestOffset(); offset >= 0 && offset <= log.newestOffset(); offset++) {
+            ByteBuf batch = log.read(offset);
+            if (batch == null) {
+                return false; // a gap: the cache holds a run of offsets
+            }
+            try {
+                if (batch.getLong(0) != offset) {
+                    return false;
+                }
+            } finally {
+                batch.release();
+            }
+        }
+        return true;
+    }
+
+    /** Whether every block the cache holds carries its key at both ends and has its size. */
+    private static boolean blocksIntact(BlockCache blocks) {
+        for (int key = 0; key < SEGMENT_KEYS; key++) {
+            if (!blocks.contains(segment(key))) {
+                continue;
+            }
+            ByteBuf block = blocks.get(segment(key));
+            if (block == null) {
+                return false;
+            }
+            try {
+                int size = blockSize(key);
+                if (block.capacity() != size || block.getInt(0) != key || block.getInt(size - 4) != key) {
+                    return false;
+                }
+            } finally {
+                block.release();
+            }
+        }
+        return true;
+    }
+
+    private static String segment(int key) {
+        return "segment-" + key;
     }
 
     private static Thread worker(String name, AtomicReference<Throwable> failure, Runnable body) {
@@ -160,11 +330,7 @@ public final class BrokerCacheDemo {
         ByteBuf batch = Unpooled.directBuffer(1 << 20);
         try {
             for (int i = 0; i < operations; i++) {
-                int size = (int) Math.exp(Math.log(100) + random.nextDouble() * (Math.log(1 << 20) - Math.log(100)));
-                long offset = nextOffset.get();
-                batch.clear().writerIndex(size).setLong(0, offset);
-                log.append(offset, batch);
-                nextOffset.set(offset + 1); // published after the append: readers only ask for appended offsets
+                appendNext(log, nextOffset, batch, logUniform(random, 100, 1 << 20));
             }
         } finally {
             batch.release();
@@ -228,7 +394,7 @@ public final class BrokerCacheDemo {
         for (int i = 0; i < operations; i++) {
             int key = (int) Math.floor(Math.pow(random.nextDouble(), 3) * SEGMENT_KEYS); // skewed towards low keys
             int size = blockSize(key);
-            ByteBuf block = blocks.getOrLoad("segment-" + key, size,
+            ByteBuf block = blocks.getOrLoad(segment(key), size,
                     (k, buf) -> buf.writerIndex(size).setInt(0, key).setInt(size - 4, key));
             if (block != null) {
                 try {

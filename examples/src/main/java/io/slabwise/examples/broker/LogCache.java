@@ -1,11 +1,15 @@
 package io.slabwise.examples.broker;
 
 import io.netty.buffer.ByteBuf;
+import io.slabwise.netty.BufferEvacuation;
 import io.slabwise.netty.SequentialByteBufAllocator;
 
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 
 /**
  * A broker's log cache: the most recent record batches of one partition, kept
@@ -24,36 +28,80 @@ import java.util.Map;
  * duplicate of it. The cache's {@link #bytes()} therefore equal the requested
  * bytes of its allocator's category while no reader holds an evicted batch.
  *
- * <p>Thread-safe: one lock (the cache's monitor) guards it. Appends and reads
- * are short; the copy happens under the lock, which keeps offsets and buffers
- * in the same order.
+ * <h2>Relocation</h2>
+ * Partitions share the sequential allocator, so when one appends far more
+ * than another, the quiet partition's few batches pin chunks that the busy one
+ * has long emptied. Made with a {@link CacheRelocator}, the cache lets a
+ * compaction move those batches: under its lock, taken without waiting, it
+ * copies each batch the compaction names to new memory, points the entry
+ * (shared by the offset order and the offset map) at the copy and releases the
+ * old buffer. A reader holding a duplicate of it keeps reading the old bytes;
+ * that memory goes back when the reader releases it. Offsets, order and
+ * {@link #bytes()} do not change.
+ *
+ * <p>Thread-safe: one lock guards it. Appends and reads are short; the copy
+ * happens under the lock, which keeps offsets and buffers in the same order.
+ * A compaction that finds the lock held (by another thread, or by its own
+ * thread compacting inside an append at the pool's ceiling) leaves the
+ * entries where they are and counts a {@linkplain #relocationsSkipped() skip}.
  */
 public final class LogCache implements AutoCloseable {
 
     private final SequentialByteBufAllocator allocator;
     private final long maxBytes;
+    private final CacheRelocator relocator;
+    /** This cache's side of the relocator; private, so that only the relocator can move its entries. */
+    private final CacheRelocator.Owner owner = this::relocate;
+    private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Entry> entries = new ArrayDeque<>();
-    private final Map<Long, ByteBuf> byOffset = new HashMap<>();
+    private final Map<Long, Entry> byOffset = new HashMap<>();
     private long bytes;
     private long hits;
     private long misses;
     private long evictions;
+    private long relocations;
+    /** Counted without the lock: the compaction that counts it could not take it. */
+    private final AtomicLong relocationsSkipped = new AtomicLong();
     private boolean closed;
 
-    private record Entry(long offset, ByteBuf buffer) {
+    /** A cached batch; its buffer changes when a compaction moves it. Guarded by the lock. */
+    private static final class Entry {
+        final long offset;
+        ByteBuf buffer;
+
+        Entry(long offset, ByteBuf buffer) {
+            this.offset = offset;
+            this.buffer = buffer;
+        }
     }
 
     /**
-     * A cache of at most {@code maxBytes} bytes of batches.
+     * A cache of at most {@code maxBytes} bytes of batches, whose batches never move.
      *
      * @throws IllegalArgumentException when {@code maxBytes} is not positive
      */
     public LogCache(SequentialByteBufAllocator allocator, long maxBytes) {
+        this(allocator, maxBytes, null);
+    }
+
+    /**
+     * A cache of at most {@code maxBytes} bytes of batches that joins
+     * {@code relocator} (the relocator of its allocator's category, on the
+     * allocator that made {@code allocator}), so that compactions can move its
+     * batches, until it is closed; with a null relocator its batches never move.
+     *
+     * @throws IllegalArgumentException when {@code maxBytes} is not positive, or the relocator is of another category
+     */
+    public LogCache(SequentialByteBufAllocator allocator, long maxBytes, CacheRelocator relocator) {
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("maxBytes must be positive: " + maxBytes);
         }
         this.allocator = allocator;
         this.maxBytes = maxBytes;
+        this.relocator = relocator;
+        if (relocator != null) {
+            relocator.join(owner, allocator.category());
+        }
     }
 
     /**
@@ -65,60 +113,102 @@ public final class LogCache implements AutoCloseable {
      * @throws IllegalArgumentException when {@code offset} is not after the newest cached offset
      * @throws IllegalStateException    when the cache is closed
      */
-    public synchronized boolean append(long offset, ByteBuf batch) {
-        if (closed) {
-            throw new IllegalStateException("the log cache is closed");
+    public boolean append(long offset, ByteBuf batch) {
+        lock.lock();
+        try {
+            if (closed) {
+                throw new IllegalStateException("the log cache is closed");
+            }
+            int size = batch.readableBytes();
+            if (size > maxBytes || size == 0) {
+                return false;
+            }
+            if (!entries.isEmpty() && offset <= entries.peekLast().offset) {
+                throw new IllegalArgumentException("offset " + offset + " is not after " + entries.peekLast().offset);
+            }
+            while (bytes + size > maxBytes) {
+                evictOldest();
+            }
+            ByteBuf copy = allocator.allocate(size);
+            while (copy == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
+                evictOldest();
+                copy = allocator.allocate(size);
+            }
+            if (copy == null) {
+                return false;
+            }
+            copy.writeBytes(batch, batch.readerIndex(), size);
+            Entry entry = new Entry(offset, copy);
+            entries.addLast(entry);
+            byOffset.put(offset, entry);
+            bytes += size;
+            return true;
+        } finally {
+            lock.unlock();
         }
-        int size = batch.readableBytes();
-        if (size > maxBytes || size == 0) {
-            return false;
-        }
-        if (!entries.isEmpty() && offset <= entries.peekLast().offset()) {
-            throw new IllegalArgumentException("offset " + offset + " is not after " + entries.peekLast().offset());
-        }
-        while (bytes + size > maxBytes) {
-            evictOldest();
-        }
-        ByteBuf copy = allocator.allocate(size);
-        while (copy == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
-            evictOldest();
-            copy = allocator.allocate(size);
-        }
-        if (copy == null) {
-            return false;
-        }
-        copy.writeBytes(batch, batch.readerIndex(), size);
-        entries.addLast(new Entry(offset, copy));
-        byOffset.put(offset, copy);
-        bytes += size;
-        return true;
     }
 
     /**
      * The batch at {@code offset} as a retained duplicate the caller must
      * release, or null when it is not cached (counted as a miss).
      */
-    public synchronized ByteBuf read(long offset) {
-        ByteBuf buf = byOffset.get(offset);
-        if (buf == null) {
-            misses++;
-            return null;
+    public ByteBuf read(long offset) {
+        lock.lock();
+        try {
+            Entry entry = byOffset.get(offset);
+            if (entry == null) {
+                misses++;
+                return null;
+            }
+            hits++;
+            return entry.buffer.retainedDuplicate();
+        } finally {
+            lock.unlock();
         }
-        hits++;
-        return buf.retainedDuplicate();
     }
 
+    /** Under the lock. */
     private void evictOldest() {
         Entry oldest = entries.pollFirst();
-        byOffset.remove(oldest.offset());
-        bytes -= oldest.buffer().readableBytes();
+        byOffset.remove(oldest.offset);
+        bytes -= oldest.buffer.readableBytes();
         evictions++;
-        oldest.buffer().release();
+        oldest.buffer.release();
+    }
+
+    /**
+     * Moves the batches {@code evacuation} contains, oldest first, while its
+     * budget lasts; returns at once when the lock is held.
+     */
+    private void relocate(BufferEvacuation evacuation) {
+        if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
+            relocationsSkipped.incrementAndGet();
+            return;
+        }
+        try {
+            for (Entry entry : entries) { // none once closed
+                if (!evacuation.budgetLeft()) {
+                    return;
+                }
+                if (!evacuation.contains(entry.buffer)) {
+                    continue;
+                }
+                ByteBuf moved = evacuation.move(entry.buffer);
+                if (moved != null) { // else the budget is spent or a limit refused: it stays, counted by the pool
+                    ByteBuf old = entry.buffer;
+                    entry.buffer = moved; // the deque and the offset map share the entry
+                    old.release();
+                    relocations++;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Bytes of batches cached. */
-    public synchronized long bytes() {
-        return bytes;
+    public long bytes() {
+        return underLock(() -> bytes);
     }
 
     /** The bound on {@link #bytes()}. */
@@ -127,41 +217,72 @@ public final class LogCache implements AutoCloseable {
     }
 
     /** Batches cached. */
-    public synchronized int size() {
-        return entries.size();
+    public int size() {
+        return (int) underLock(() -> entries.size());
     }
 
     /** Reads that found their batch. */
-    public synchronized long hits() {
-        return hits;
+    public long hits() {
+        return underLock(() -> hits);
     }
 
     /** Reads that did not. */
-    public synchronized long misses() {
-        return misses;
+    public long misses() {
+        return underLock(() -> misses);
     }
 
     /** Batches evicted so far (by appends and by {@link #close()}). */
-    public synchronized long evictions() {
-        return evictions;
+    public long evictions() {
+        return underLock(() -> evictions);
+    }
+
+    /** Batches moved to new memory by compactions so far. */
+    public long relocations() {
+        return underLock(() -> relocations);
+    }
+
+    /** Compactions that found the cache's lock held and left its batches where they were. */
+    public long relocationsSkipped() {
+        return relocationsSkipped.get();
     }
 
     /** The oldest cached offset, or -1 when empty. */
-    public synchronized long oldestOffset() {
-        return entries.isEmpty() ? -1 : entries.peekFirst().offset();
+    public long oldestOffset() {
+        return underLock(() -> entries.isEmpty() ? -1 : entries.peekFirst().offset);
     }
 
     /** The newest cached offset, or -1 when empty. */
-    public synchronized long newestOffset() {
-        return entries.isEmpty() ? -1 : entries.peekLast().offset();
+    public long newestOffset() {
+        return underLock(() -> entries.isEmpty() ? -1 : entries.peekLast().offset);
     }
 
-    /** Releases every cached batch; later appends fail, reads miss. Closing twice does nothing. */
+    /** Reads a field under the lock. */
+    private long underLock(LongSupplier field) {
+        lock.lock();
+        try {
+            return field.getAsLong();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Releases every cached batch and leaves the relocator; later appends
+     * fail, reads miss. Closing twice does nothing.
+     */
     @Override
-    public synchronized void close() {
-        closed = true;
-        while (!entries.isEmpty()) {
-            evictOldest();
+    public void close() {
+        lock.lock();
+        try {
+            closed = true;
+            while (!entries.isEmpty()) {
+                evictOldest();
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (relocator != null) {
+            relocator.leave(owner);
         }
     }
 }

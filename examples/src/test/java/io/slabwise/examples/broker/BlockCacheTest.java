@@ -5,12 +5,14 @@ import io.slabwise.CategoryStats;
 import io.slabwise.LimitPolicy;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The LRU block cache: eviction order, the byte bound, hits and misses, released buffers, limits, threads. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class BlockCacheTest {
 
     private static final int KIB = 1024;
@@ -140,6 +143,31 @@ class BlockCacheTest {
         assertEquals(3L * MIB, blockStats().requested(), "live until the reader lets go");
         held.release();
         assertEquals(MIB, blockStats().requested());
+        cache.close();
+        assertEquals(0, blockStats().requested());
+    }
+
+    @Test
+    void invalidateReleasesTheBlockWithoutCountingAnEvictionOrALookup() {
+        BlockCache cache = new BlockCache(allocator.blocks("block_cache"), 4 * MIB);
+        load(cache, "a", MIB + 5 * KIB);
+        load(cache, "b", 100 * KIB);
+        ByteBuf held = cache.get("a");
+        long hits = cache.hits();
+        long misses = cache.misses();
+        assertTrue(cache.invalidate("a"));
+        assertFalse(cache.invalidate("a"), "already gone");
+        assertFalse(cache.invalidate("never"));
+        assertFalse(cache.contains("a"));
+        assertEquals(100 * KIB, cache.bytes());
+        assertEquals(1, cache.size());
+        assertEquals(0, cache.evictions());
+        assertEquals(hits, cache.hits());
+        assertEquals(misses, cache.misses());
+        assertEquals(1, held.refCnt(), "the cache released its reference; the reader keeps its own");
+        assertEquals("a".hashCode(), held.getInt(0));
+        held.release();
+        assertEquals(cache.bytes(), blockStats().requested());
         cache.close();
         assertEquals(0, blockStats().requested());
     }

@@ -7,10 +7,12 @@ import io.slabwise.LimitPolicy;
 import io.slabwise.netty.SequentialByteBufAllocator;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -22,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The FIFO log cache: eviction order, the byte bound, released buffers, hits and misses, limits, threads. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LogCacheTest {
 
     private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(2).build();
