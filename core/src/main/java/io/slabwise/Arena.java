@@ -414,6 +414,9 @@ final class Arena {
     }
 
     private void releaseChunk(Chunk chunk) {
+        if (chunk.evacuating) {
+            committed.evacuating(chunk.region, false); // while the region is still held, to find its group
+        }
         chunks.remove(chunk);
         heldChunks = chunks.size();
         chunksById[chunk.id] = null;
@@ -458,16 +461,17 @@ final class Arena {
      * most {@code maxUsedBytes} (handed out to buffers or thread caches),
      * after applying the frees other threads handed over; for a compaction
      * to choose from. Whole chunks lent to a sequential allocator are full,
-     * so never among them.
+     * so never among them. Idle chunks too with {@code idleToo}: with region
+     * groups, an idle chunk kept for reuse would keep its group from emptying.
      *
      * @return the free bytes of all this arena's chunks, idle ones included
      */
-    synchronized long sparseChunks(long maxUsedBytes, List<Chunk> out) {
+    synchronized long sparseChunks(long maxUsedBytes, boolean idleToo, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
         long free = 0;
         for (Chunk chunk : chunks) {
             free += chunk.chunkSize() - chunk.usedBytes;
-            if (!chunk.isEmpty() && chunk.usedBytes <= maxUsedBytes) {
+            if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxUsedBytes) {
                 out.add(chunk);
             }
         }
@@ -479,12 +483,17 @@ final class Arena {
         return chunk.usedBytes;
     }
 
-    /** Starts evacuating {@code chunk}, unless it emptied or went back meanwhile; returns whether it did. */
-    synchronized boolean startEvacuation(Chunk chunk) {
-        if (chunksById[chunk.id] != chunk || chunk.isEmpty()) {
+    /**
+     * Starts evacuating {@code chunk}, unless it went back meanwhile, or
+     * emptied and {@code idleToo} is false; returns whether it did. An idle
+     * chunk evacuated takes no new memory and goes back at the end.
+     */
+    synchronized boolean startEvacuation(Chunk chunk, boolean idleToo) {
+        if (chunksById[chunk.id] != chunk || chunk.evacuating || (chunk.isEmpty() && !idleToo)) {
             return false;
         }
         chunk.evacuating = true;
+        committed.evacuating(chunk.region, true);
         return true;
     }
 
@@ -497,13 +506,18 @@ final class Arena {
      */
     synchronized boolean endEvacuation(Chunk chunk) {
         drainRemoteFrees(remoteFrees.capacity());
-        chunk.evacuating = false;
         if (chunksById[chunk.id] != chunk) {
-            return true; // released already, as an idle chunk beyond the ones kept
+            chunk.evacuating = false;
+            return true; // released already: it emptied while being evacuated
         }
         if (chunk.isEmpty()) {
             releaseChunk(chunk);
+            chunk.evacuating = false;
             return true;
+        }
+        if (chunk.evacuating) {
+            committed.evacuating(chunk.region, false);
+            chunk.evacuating = false;
         }
         return false;
     }

@@ -274,9 +274,9 @@ public final class BlockPool {
         return new Compaction.Victim(block, used) {
             @Override
             boolean start() {
-                block.evacuating = true;
+                chunks.evacuateBlock(block, true);
                 if (!region.memory.isLive()) { // emptied meanwhile
-                    block.evacuating = false;
+                    chunks.evacuateBlock(block, false);
                     return false;
                 }
                 return true;
@@ -284,25 +284,10 @@ public final class BlockPool {
 
             @Override
             boolean end() {
-                block.evacuating = false;
-                if (region.memory.isLive()) {
-                    return false;
-                }
-                releaseIdleBlock(block); // emptied: back to the operating system, not kept idle
-                return true;
+                chunks.evacuateBlock(block, false); // no change when it emptied: then it went back already
+                return !region.memory.isLive();
             }
         };
-    }
-
-    /** Gives back the idle block whose region is {@code block}, if it is idle. */
-    private void releaseIdleBlock(Chunk block) {
-        for (SlotRegion idle : idleBlocks) {
-            if (idle.memory.chunk == block && idleBlocks.removeFirstOccurrence(idle)) {
-                idleBlockCount.decrementAndGet();
-                chunks.releaseBlockRegion(idle.memory);
-                return;
-            }
-        }
     }
 
     /** Gives every idle block back to the operating system; returns how many. */
@@ -454,8 +439,9 @@ public final class BlockPool {
         private void releaseRegion(SlotRegion region) {
             Allocation memory = region.memory;
             if (parent == null) {
-                memory.chunk.evacuating = false; // emptied: reused or given back as an ordinary block
-                if (!keepIdleBlock(region)) {
+                // a block a compaction emptied goes back to the operating system, not to the idle blocks
+                boolean evacuated = chunks.evacuateBlock(memory.chunk, false);
+                if (evacuated || !keepIdleBlock(region)) {
                     chunks.releaseBlockRegion(memory);
                 }
             } else {

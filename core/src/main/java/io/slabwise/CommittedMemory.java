@@ -151,6 +151,19 @@ final class CommittedMemory {
         return regionBytes.get();
     }
 
+    /**
+     * Counts a region a compaction is emptying ({@code on}), or no longer, in
+     * its group, so that no new region lands in a group about to empty (see
+     * {@link RegionGroups#carve(int, boolean)}); nothing for a region on its
+     * own. Once each way, and before the region is given back.
+     */
+    void evacuating(NativeRegion region, boolean on) {
+        Held held = regions.get(region);
+        if (held != null && held.carving() != null) {
+            groups.evacuating(held.carving(), on);
+        }
+    }
+
     /** Whether regions are carved from groups. */
     boolean grouped() {
         return groups != null;
@@ -183,10 +196,14 @@ final class CommittedMemory {
                 }
             }
             RegionGroups.Group group = newGroup();
-            if (group == null) { // no room for a whole group: this region on its own, if it fits
-                return commitAlone(size, kind, false);
+            if (group == null) { // no room for a whole group: a group a compaction is emptying, else on its own
+                carving = groups.carve(size, true);
+                if (carving == null) {
+                    return commitAlone(size, kind, false);
+                }
+            } else {
+                carving = groups.carveFromNew(group, size);
             }
-            carving = groups.carveFromNew(group, size);
         }
         NativeRegion backing = carving.group().backing;
         int offset = (int) carving.offset();

@@ -73,6 +73,8 @@ final class Compaction {
     private final Admission admission;
     private final Consumer<Allocation> free;
     private final Supplier<ThreadCaches.Snapshot> counters;
+    /** Whether chunks are carved from region groups: a group goes back only when all of it empties. */
+    private final boolean grouped;
     /** The ceiling: its room left, and the reserve kept for compactions' moves. */
     private final MemoryLimit limit;
     private final int chunkSize;
@@ -82,7 +84,7 @@ final class Compaction {
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
                ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
-               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, int chunkSize) {
+               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, boolean grouped, int chunkSize) {
         this.arenas = arenas;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
@@ -91,6 +93,7 @@ final class Compaction {
         this.generalMove = generalMove;
         this.free = free;
         this.counters = counters;
+        this.grouped = grouped;
         this.limit = limit;
         this.chunkSize = chunkSize;
     }
@@ -219,9 +222,10 @@ final class Compaction {
         if (relocatableInGeneralPool()) { // else marking general chunks would only make other categories' traffic pay
             for (Arena arena : arenas) {
                 List<Chunk> sparse = new ArrayList<>();
-                generalFree += arena.sparseChunks(maxUsedInChunk, sparse);
+                // with region groups, an idle chunk kept for reuse would keep its group from emptying
+                generalFree += arena.sparseChunks(maxUsedInChunk, grouped, sparse);
                 for (Chunk chunk : sparse) {
-                    candidates.add(arenaChunk(chunk, arena));
+                    candidates.add(new ArenaChunk(chunk, arena, grouped));
                 }
             }
         }
@@ -282,22 +286,20 @@ final class Compaction {
         return false;
     }
 
-    private static Victim arenaChunk(Chunk chunk, Arena arena) {
-        return new ArenaChunk(chunk, arena);
-    }
-
-    /** A general-pool chunk as a victim. */
+    /** A general-pool chunk as a victim; an idle one too with {@code idleToo}, which goes back at the end. */
     private static final class ArenaChunk extends Victim {
         private final Arena arena;
+        private final boolean idleToo;
 
-        ArenaChunk(Chunk chunk, Arena arena) {
+        ArenaChunk(Chunk chunk, Arena arena, boolean idleToo) {
             super(chunk, arena.usedBytes(chunk));
             this.arena = arena;
+            this.idleToo = idleToo;
         }
 
         @Override
         boolean start() {
-            return arena.startEvacuation(chunk);
+            return arena.startEvacuation(chunk, idleToo);
         }
 
         @Override

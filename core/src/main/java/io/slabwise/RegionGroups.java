@@ -41,6 +41,12 @@ final class RegionGroups {
         private int carvedUnits;
         /** Set when the last region was freed and the group left the list. */
         private boolean retired;
+        /**
+         * Units of regions a compaction is emptying. A group whose every
+         * carved unit is one is about to empty: no region is carved from it
+         * while another group (or a new one) can take it.
+         */
+        private int evacuatingUnits;
 
         Group(NativeRegion backing) {
             if (backing.size() != GROUP_SIZE) {
@@ -97,13 +103,26 @@ final class RegionGroups {
         return (size + UNIT - 1) / UNIT;
     }
 
-    /** Carves {@code size} bytes from the fullest group they fit in; null when none has room. */
+    /** Carves {@code size} bytes from the fullest group they fit in, none being evacuated; null when none has room. */
     synchronized Carving carve(int size) {
+        return carve(size, false);
+    }
+
+    /**
+     * Carves {@code size} bytes from the group they fit in that keeps the
+     * most units once the regions being emptied are gone (the fullest, when
+     * no compaction runs); null when none has room. Groups about to empty
+     * (every carved unit being emptied) count only with {@code evacuatingToo}:
+     * the last resort, before the ceiling refuses.
+     */
+    synchronized Carving carve(int size, boolean evacuatingToo) {
         int units = unitsFor(size);
         Group best = null;
         int bestFirst = -1;
         for (Group group : groups) {
-            if (UNITS - group.carvedUnits < units || (best != null && group.carvedUnits <= best.carvedUnits)) {
+            int staying = group.carvedUnits - group.evacuatingUnits;
+            if (UNITS - group.carvedUnits < units || (group.evacuatingUnits > 0 && staying == 0 && !evacuatingToo)
+                    || (best != null && staying <= best.carvedUnits - best.evacuatingUnits)) {
                 continue;
             }
             int first = group.findRun(units);
@@ -148,6 +167,11 @@ final class RegionGroups {
         group.retired = true;
         groups.remove(group);
         return group;
+    }
+
+    /** Counts a carved region as being emptied by a compaction, or no longer; once each way. */
+    synchronized void evacuating(Carving carving, boolean on) {
+        carving.group().evacuatingUnits += on ? carving.units() : -carving.units();
     }
 
     /** The groups holding at least one region. */

@@ -277,8 +277,8 @@ public final class SequentialAllocator implements Allocator {
     /** Called by whoever dropped a chunk's count to zero: it becomes the spare, or goes back to the pool. */
     private void recycle(SlabChunk slab) {
         pinned.remove(slab);
-        slab.memory.chunk.evacuating = false; // emptied: as the spare or in the arena it is an ordinary chunk
-        if (spare.compareAndSet(null, slab)) {
+        // a chunk a compaction emptied goes back (its arena gives it to the chunk source), never to the spare
+        if (!slab.memory.chunk.evacuating && spare.compareAndSet(null, slab)) {
             return;
         }
         chunksHeld.decrementAndGet();
@@ -364,9 +364,12 @@ public final class SequentialAllocator implements Allocator {
                 out.add(new Compaction.Victim(chunk, live) {
                     @Override
                     boolean start() {
-                        chunk.evacuating = true;
-                        if (!pinned.contains(slab)) { // recycled meanwhile: nothing to move
-                            chunk.evacuating = false;
+                        // marked through its arena, which counts it in its region group too
+                        if (!pinned.contains(slab) || !chunk.arena.startEvacuation(chunk, false)) {
+                            return false;
+                        }
+                        if (!pinned.contains(slab)) { // recycled meanwhile, as the spare: nothing to move
+                            chunk.arena.endEvacuation(chunk);
                             return false;
                         }
                         return true;
@@ -376,10 +379,7 @@ public final class SequentialAllocator implements Allocator {
                     boolean end() {
                         // emptied, and not taken again meanwhile as a stripe's chunk (from the spare)
                         boolean emptied = !pinned.contains(slab) && !slab.isOpen();
-                        chunk.evacuating = false;
-                        if (emptied) {
-                            chunk.arena.endEvacuation(chunk); // gives it back if it went to the arena idle
-                        }
+                        chunk.arena.endEvacuation(chunk); // a chunk that emptied went back to its arena, and from there out
                         return emptied;
                     }
                 });
@@ -505,7 +505,6 @@ public final class SequentialAllocator implements Allocator {
 
         /** Makes an emptied chunk (the spare) a fresh open chunk; under the lock of the stripe that opens it. */
         void reopen() {
-            memory.chunk.evacuating = false;
             carved = 0;
             slices = 0;
             state.set(OPEN);

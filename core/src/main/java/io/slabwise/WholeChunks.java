@@ -80,6 +80,23 @@ final class WholeChunks {
         region.clear();
     }
 
+    /**
+     * Marks a block region as being emptied by a compaction, or unmarks it
+     * (and counts it so in its region group); idempotent, any thread.
+     *
+     * @return whether this call changed the mark
+     */
+    boolean evacuateBlock(Chunk block, boolean on) {
+        synchronized (block) {
+            if (block.evacuating == on) {
+                return false;
+            }
+            block.evacuating = on;
+            committed.evacuating(block.region, on);
+            return true;
+        }
+    }
+
     /** Counts an allocation carved on the calling thread from one of the whole chunks or blocks. */
     void countCarved(Category category, int requested, int reserved, Allocation out) {
         threadCaches.current().countAllocation(category, requested, reserved, true, out);
