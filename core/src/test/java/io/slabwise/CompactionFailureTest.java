@@ -256,7 +256,6 @@ class CompactionFailureTest {
             assertThrows(IllegalStateException.class, () -> stale.movePayload(owners.payloads.get(0)));
             assertThrows(IllegalStateException.class, stale::refused);
             assertThrows(IllegalStateException.class, stale::heldByReaders);
-            assertFalse(stale.contains(entry), "no compaction runs: nothing is being emptied");
         }
     }
 
