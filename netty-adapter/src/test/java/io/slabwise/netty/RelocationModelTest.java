@@ -272,6 +272,9 @@ class RelocationModelTest {
             }
             lastOp = "overwrite";
             ByteBuf buf = entries.get(random.nextInt(entries.size()));
+            if (buf.capacity() == 0) {
+                return; // resized to nothing
+            }
             checksums.put(buf, BufferChecksums.overwrite(buf, random)); // readers holding this same buffer see it too
         }
 
