@@ -1,0 +1,325 @@
+package io.slabwise;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What a compaction chooses to empty, and whether the choice pays: the byte
+ * budget, chunks that hold nothing relocatable, a compaction that cannot
+ * give anything back, memory cached by the compacting thread, and a chunk
+ * whose use changes between the choice and the marking.
+ *
+ * <p>The disabled tests show defects of the choice; each says what it
+ * expects and what happens instead.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CompactionChoiceTest {
+
+    private static final int CHUNK = 1 << 20;
+    private static final int PAGE = PoolConfig.PAGE_SIZE;
+
+    /** An owner of allocations that moves each one the evacuation contains, and counts its calls. */
+    private static final class Owner implements Relocator {
+        final MemoryPool pool;
+        final List<Allocation> entries = new ArrayList<>();
+        int calls;
+        /** Entries whose copy lay in a chunk being emptied. */
+        int copiesInsideEvacuatedChunks;
+
+        Owner(MemoryPool pool) {
+            this.pool = pool;
+        }
+
+        @Override
+        public void relocate(Evacuation evacuation) {
+            calls++;
+            for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
+                Allocation old = entries.get(i);
+                if (evacuation.contains(old)) {
+                    Allocation fresh = new Allocation();
+                    if (evacuation.moveInto(old, fresh)) {
+                        if (evacuation.contains(fresh)) {
+                            copiesInsideEvacuatedChunks++;
+                        }
+                        entries.set(i, fresh);
+                        pool.free(old);
+                    }
+                }
+            }
+        }
+
+        void freeAll() {
+            entries.forEach(pool::free);
+            entries.clear();
+        }
+    }
+
+    /** Allocates {@code count} allocations of {@code size} bytes in {@code category}. */
+    private static List<Allocation> allocate(MemoryPool pool, Category category, int count, int size) {
+        List<Allocation> out = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(category, size, a);
+            out.add(a);
+        }
+        return out;
+    }
+
+    @Test
+    void aZeroBudgetChoosesNothingAndCallsNoOwner() {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
+            Owner owner = new Owner(pool);
+            pool.setRelocator("cache", owner);
+            List<Allocation> all = allocate(pool, pool.category("cache"), 2 * CHUNK / PAGE, PAGE);
+            for (int i = 0; i < all.size(); i++) {
+                if (i % 16 == 0) {
+                    owner.entries.add(all.get(i));
+                } else {
+                    pool.free(all.get(i));
+                }
+            }
+            CompactionStats none = pool.compact(0.5, 0);
+            assertEquals(1, none.compactions());
+            assertEquals(0, none.chunksEvacuated(), none::toString);
+            assertEquals(0, owner.calls);
+            CompactionStats one = pool.compact(0.5, 8 * PAGE); // the used bytes of one chunk, not of two
+            assertEquals(1, one.chunksEvacuated(), one::toString);
+            assertEquals(8, one.movedEntries(), one::toString);
+            owner.freeAll();
+        }
+    }
+
+    @Test
+    void twoOwnersAreEachCalledOnceAndTheirChunksEmpty() {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
+            Owner cache = new Owner(pool);
+            Owner log = new Owner(pool);
+            pool.setRelocator("cache", cache);
+            pool.setRelocator("log", log);
+            List<Allocation> a = allocate(pool, pool.category("cache"), CHUNK / PAGE, PAGE);
+            List<Allocation> b = allocate(pool, pool.category("log"), CHUNK / PAGE, PAGE);
+            for (int i = 0; i < a.size(); i++) {
+                if (i % 16 == 0) {
+                    cache.entries.add(a.get(i));
+                    log.entries.add(b.get(i));
+                } else {
+                    pool.free(a.get(i));
+                    pool.free(b.get(i));
+                }
+            }
+            // two chunks of 8 pages each fit the budget; each owner is called once and moves its own entries
+            CompactionStats done = pool.compact(0.5, 16 * PAGE);
+            assertEquals(2, done.chunksEvacuated(), done::toString);
+            assertEquals(16, done.movedEntries(), done::toString);
+            assertEquals(1, cache.calls);
+            assertEquals(1, log.calls);
+            cache.freeAll();
+            log.freeAll();
+            assertEquals(0, pool.requestedBytes());
+        }
+    }
+
+    /**
+     * A compaction that empties the only sparse chunk moves its entries to a
+     * new chunk: nothing is given back, the same bytes are copied again by
+     * every later compaction, and background compaction does it every second.
+     */
+    @Test
+    @Disabled("compaction does not converge: a lone sparse chunk is emptied into a new chunk by every compaction")
+    void aSecondCompactionMovesNothingOnceNothingCanBeGivenBack() {
+        ManualTime time = new ManualTime();
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time).scheduler(time)
+                .compactionBytesPerSecond(CHUNK).build())) {
+            Owner owner = new Owner(pool);
+            owner.entries.addAll(allocate(pool, pool.category("cache"), 8, 16 * 1024)); // one chunk, an eighth used
+            pool.setRelocator("cache", owner);
+            long committed = pool.committedBytes();
+            CompactionStats first = pool.compact();
+            for (int second = 0; second < 3; second++) {
+                time.advance(Duration.ofSeconds(1));
+                time.runScheduled(); // background compaction
+            }
+            CompactionStats all = pool.compactionTotals();
+            assertEquals(committed, pool.committedBytes());
+            // today: every compaction reports a chunk freed (1 MiB) and 8 entries moved, and committed never changes
+            assertEquals(0, first.movedEntries(), first::toString);
+            assertEquals(0, all.movedEntries(), all::toString);
+            owner.freeAll();
+        }
+    }
+
+    /** The same for a block pool: one sparse block is emptied into a new block by every compaction. */
+    @Test
+    @Disabled("compaction does not converge: a lone sparse block is emptied into a new block by every compaction")
+    void aSecondCompactionOfBlocksMovesNothingOnceNothingCanBeGivenBack() {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build())) {
+            BlockPool blocks = pool.blocks("blocks");
+            List<List<Allocation>> kept = new ArrayList<>();
+            kept.add(blocks.allocate(100_000));
+            kept.add(blocks.allocate(100_000));
+            pool.setRelocator("blocks", evacuation -> {
+                for (int i = 0; i < kept.size(); i++) {
+                    List<Allocation> parts = kept.get(i);
+                    if (parts.stream().anyMatch(evacuation::contains)) {
+                        List<Allocation> moved = evacuation.movePayload(parts);
+                        if (moved != null) {
+                            kept.set(i, moved);
+                            parts.forEach(pool::free);
+                        }
+                    }
+                }
+            });
+            CompactionStats first = pool.compact();
+            CompactionStats second = pool.compact();
+            assertEquals(1, blocks.stats().blocks());
+            // today: each reports its block freed and both payloads moved; the block count stays 1
+            assertEquals(0, first.movedEntries() + second.movedEntries(), () -> first + " / " + second);
+            kept.forEach(parts -> parts.forEach(pool::free));
+        }
+    }
+
+    /**
+     * Chunks that hold only memory of categories without a relocator can
+     * never be emptied, yet they are chosen, least used first, and their
+     * bytes use up the budget: the chunk whose entries could move is left.
+     */
+    @Test
+    @Disabled("chunks holding only memory of categories without a relocator are chosen and use up the byte budget")
+    void chunksWithNothingRelocatableDoNotUseUpTheBudget() {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
+            Category network = pool.category("network");
+            Owner owner = new Owner(pool);
+            pool.setRelocator("cache", owner);
+            int perChunk = CHUNK / PAGE;
+            List<Allocation> foreign = allocate(pool, network, 4 * perChunk, PAGE);
+            List<Allocation> cache = allocate(pool, pool.category("cache"), perChunk, PAGE);
+            List<Allocation> kept = new ArrayList<>();
+            for (int i = 0; i < foreign.size(); i++) {
+                if (i % perChunk == 0) {
+                    kept.add(foreign.get(i)); // four chunks, one page of network memory in each
+                } else {
+                    pool.free(foreign.get(i));
+                }
+            }
+            for (int i = 0; i < cache.size(); i++) {
+                if (i % 16 == 0) {
+                    owner.entries.add(cache.get(i)); // one chunk, 8 pages of entries
+                } else {
+                    pool.free(cache.get(i));
+                }
+            }
+            assertEquals(5, pool.stats().chunks());
+            CompactionStats done = pool.compact(0.5, 8 * PAGE); // enough for the chunk of entries
+            // today: the four network chunks (4 pages) are chosen, the chunk of entries (8 more) no longer fits
+            assertEquals(8, done.movedEntries(), done::toString);
+            assertEquals(1, done.chunksFreed(), done::toString);
+            owner.freeAll();
+            kept.forEach(pool::free);
+        }
+    }
+
+    /**
+     * The compaction chooses before it flushes its own thread's cache, so a
+     * chunk whose memory sits in that cache looks used and is not chosen; the
+     * entries moved out of the chunks that were chosen go into it, and the
+     * next compaction moves them again.
+     */
+    @Test
+    @Disabled("the choice counts memory in the compacting thread's cache as used: entries move into a chunk emptied next")
+    void memoryCachedByTheCompactingThreadDoesNotHideASparseChunk() {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build())) {
+            Owner owner = new Owner(pool);
+            pool.setRelocator("cache", owner);
+            List<Allocation> all = allocate(pool, pool.category("cache"), 2 * CHUNK / (16 * 1024), 16 * 1024);
+            for (int i = 0; i < all.size(); i++) {
+                if (i % 8 == 0) {
+                    owner.entries.add(all.get(i));
+                } else {
+                    pool.free(all.get(i)); // into this thread's cache, up to its 1 MiB for the class
+                }
+            }
+            CompactionStats first = pool.compact();
+            // today: one chunk is chosen and emptied into the other (8 moved); the next compaction empties that one
+            assertEquals(2, first.chunksEvacuated(), first::toString);
+            assertEquals(16, first.movedEntries(), first::toString);
+            owner.freeAll();
+        }
+    }
+
+    /** A ticker that runs a task once, the next time the pool reads it; the pool reads it when a chunk empties. */
+    private static final class HookTicker implements Ticker {
+        final AtomicReference<Runnable> next = new AtomicReference<>();
+
+        @Override
+        public long read() {
+            Runnable task = next.getAndSet(null);
+            if (task != null) {
+                task.run();
+            }
+            return System.nanoTime();
+        }
+    }
+
+    /**
+     * The race: a chunk is chosen as sparse, then, before it is marked, its
+     * last allocation is freed and the emptied chunk is lent whole to a
+     * sequential allocator as its open chunk. The marking checks only that
+     * the chunk is still held and not empty, so the open chunk is marked: the
+     * slices carved in it are offered to the owner, and their copies are
+     * carved from the same open chunk, inside the chunk being emptied.
+     *
+     * <p>The interleaving is forced: choosing drains each arena's remote
+     * frees, the drain that empties a chunk of the second arena reads the
+     * ticker, and the ticker frees the chosen chunk's allocation and carves a
+     * slice, all on the compacting thread, after the first arena's chunks
+     * were chosen.
+     */
+    @Test
+    @Disabled("a chunk chosen as sparse and lent whole to a sequential allocator before the marking is marked all the same")
+    void aChunkLentWholeAfterTheChoiceIsNotMarked() throws Exception {
+        HookTicker ticker = new HookTicker();
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).arenaSpreadBytes(0)
+                .maxCachedSize(0).ticker(ticker).build())) {
+            Category cache = pool.category("cache");
+            SequentialAllocator log = pool.sequential("cache", 1, CHUNK);
+            Owner owner = new Owner(pool);
+            Allocation sparse = new Allocation();
+            pool.allocate(cache, PAGE, sparse); // this thread's arena: the chunk to be chosen
+            Allocation elsewhere = new Allocation();
+            Thread other = new Thread(() -> pool.allocate(pool.category("other"), PAGE, elsewhere));
+            other.start();
+            other.join();
+            assertNotEquals(sparse.chunk.arena, elsewhere.chunk.arena, "the two threads use two arenas");
+            assertTrue(sparse.chunk.arena.index < elsewhere.chunk.arena.index, "this thread's arena is chosen from first");
+            pool.free(elsewhere); // from another arena's thread: queued until that arena's lock holder drains it
+            Allocation slice = new Allocation();
+            AtomicBoolean ran = new AtomicBoolean();
+            ticker.next.set(() -> {
+                pool.free(sparse); // its chunk is empty and idle now
+                log.allocate(100, slice); // and taken whole as the sequential allocator's open chunk
+                owner.entries.add(slice);
+                ran.set(true);
+            });
+            pool.setRelocator("cache", owner);
+            CompactionStats done = pool.compact();
+            assertTrue(ran.get(), "the forced interleaving ran");
+            // today: the open chunk is marked, its slice is offered and moved, and the copy lands in the same chunk
+            assertEquals(0, owner.copiesInsideEvacuatedChunks, done::toString);
+            assertEquals(0, done.movedEntries(), done::toString);
+            assertEquals(0, done.chunksEvacuated(), done::toString);
+            owner.freeAll();
+        }
+    }
+}

@@ -1,0 +1,507 @@
+package io.slabwise;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Compaction against owners that misbehave and callers that misuse it: a
+ * relocator that throws (an exception or an error), one that compacts from
+ * inside its call, one kept past its call, moves of memory that is not an
+ * entry, payload parts that are not a payload, a relocator removed, a
+ * closed pool. Whatever happens, no chunk stays marked and no byte stays
+ * accounted that nothing holds.
+ *
+ * <p>The disabled tests show defects; each says what it expects and what
+ * happens instead.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CompactionFailureTest {
+
+    private static final int CHUNK = 1 << 20;
+    private static final int PAGE = PoolConfig.PAGE_SIZE;
+
+    /** An owner of allocations that moves each one the evacuation contains. */
+    private static class Owner implements Relocator {
+        final MemoryPool pool;
+        final List<Allocation> entries = new ArrayList<>();
+        int calls;
+
+        Owner(MemoryPool pool) {
+            this.pool = pool;
+        }
+
+        @Override
+        public void relocate(Evacuation evacuation) {
+            calls++;
+            for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
+                Allocation old = entries.get(i);
+                if (evacuation.contains(old)) {
+                    Allocation fresh = new Allocation();
+                    if (evacuation.moveInto(old, fresh)) {
+                        entries.set(i, fresh);
+                        pool.free(old);
+                    }
+                }
+            }
+        }
+
+        void freeAll() {
+            entries.forEach(pool::free);
+            entries.clear();
+        }
+    }
+
+    /** The pool's three kinds of chunks, each sparse and holding entries of its own owner. */
+    private static final class ThreeOwners implements AutoCloseable {
+        final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build());
+        final Owner general = new Owner(pool);
+        final Owner sequential = new Owner(pool);
+        final List<List<Allocation>> payloads = new ArrayList<>();
+        int blockCalls;
+
+        ThreeOwners() {
+            Category cache = pool.category("cache");
+            List<Allocation> all = new ArrayList<>();
+            for (int i = 0; i < 2 * CHUNK / PAGE; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(cache, PAGE, a);
+                all.add(a);
+            }
+            SequentialAllocator log = pool.sequential("log", 1, CHUNK);
+            for (int i = 0; i < 2 * CHUNK / 4096; i++) {
+                Allocation a = new Allocation();
+                log.allocate(4096, a);
+                all.add(a);
+            }
+            log.trim(); // the open chunk retires: both are pinned
+            for (int i = 0; i < all.size(); i++) {
+                if (i % 16 == 0) {
+                    (all.get(i).category() == cache ? general : sequential).entries.add(all.get(i));
+                } else {
+                    pool.free(all.get(i));
+                }
+            }
+            BlockPool blocks = pool.blocks("blocks");
+            List<List<Allocation>> made = new ArrayList<>();
+            for (int i = 0; i < 32; i++) {
+                made.add(blocks.allocate(40_000));
+            }
+            for (int i = 0; i < made.size(); i++) {
+                if (i % 8 == 0) {
+                    payloads.add(made.get(i));
+                } else {
+                    made.get(i).forEach(pool::free);
+                }
+            }
+            pool.trim();
+        }
+
+        void register(Relocator generalRelocator) {
+            pool.setRelocator("cache", generalRelocator);
+            pool.setRelocator("log", sequential);
+            pool.setRelocator("blocks", this::moveBlocks);
+        }
+
+        /** The block pool owner's relocator: moves each payload with a part in a block being emptied. */
+        void moveBlocks(Evacuation evacuation) {
+            blockCalls++;
+            for (int i = 0; i < payloads.size(); i++) {
+                List<Allocation> parts = payloads.get(i);
+                if (parts.stream().anyMatch(evacuation::contains)) {
+                    List<Allocation> moved = evacuation.movePayload(parts);
+                    if (moved != null) {
+                        payloads.set(i, moved);
+                        parts.forEach(pool::free);
+                    }
+                }
+            }
+        }
+
+        /** Every chunk and block under an entry, marked or not. */
+        List<Chunk> entryChunks() {
+            List<Chunk> chunks = new ArrayList<>();
+            general.entries.forEach(a -> chunks.add(a.chunk));
+            sequential.entries.forEach(a -> chunks.add(a.chunk));
+            payloads.forEach(parts -> parts.forEach(a -> chunks.add(a.chunk)));
+            return chunks;
+        }
+
+        void assertNothingMarked() {
+            for (Chunk chunk : entryChunks()) {
+                assertFalse(chunk.evacuating, "a chunk stayed marked");
+            }
+            assertEquals(0, EvacuationMarks.markedArenaChunks(pool));
+        }
+
+        @Override
+        public void close() {
+            general.freeAll();
+            sequential.freeAll();
+            payloads.forEach(parts -> parts.forEach(pool::free));
+            assertEquals(0, pool.requestedBytes());
+            pool.close();
+        }
+    }
+
+    @Test
+    void aRelocatorThatThrowsFailsTheCompactionButTheOthersRunAndNothingStaysMarked() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            RuntimeException bug = new RuntimeException("owner bug");
+            AtomicInteger marked = new AtomicInteger();
+            owners.register(evacuation -> {
+                for (Chunk chunk : owners.entryChunks()) {
+                    if (chunk.evacuating) {
+                        marked.incrementAndGet();
+                    }
+                }
+                Allocation first = owners.general.entries.get(0);
+                Allocation fresh = new Allocation();
+                assertTrue(evacuation.moveInto(first, fresh));
+                owners.general.entries.set(0, fresh);
+                owners.pool.free(first);
+                throw bug; // after one move
+            });
+            IllegalStateException failed = assertThrows(IllegalStateException.class, () -> owners.pool.compact());
+            assertSame(bug, failed.getCause());
+            assertTrue(marked.get() > 0, "the entries' chunks were marked during the call");
+            assertEquals(1, owners.sequential.calls, "the other owners still ran");
+            assertEquals(1, owners.blockCalls, "the other owners still ran");
+            owners.assertNothingMarked();
+            CompactionStats counted = owners.pool.compactionTotals();
+            assertEquals(1, counted.compactions(), counted::toString);
+            assertTrue(counted.movedEntries() > 1, counted::toString); // the one before the throw, and the others'
+            owners.pool.setRelocator("cache", owners.general);
+            CompactionStats next = owners.pool.compact();
+            assertTrue(next.movedEntries() > 0 && next.chunksFreed() > 0, next::toString);
+            owners.assertNothingMarked();
+        }
+    }
+
+    @Test
+    void aRelocatorThatThrowsAnErrorLeavesNothingMarked() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            AssertionError bug = new AssertionError("owner assertion");
+            owners.register(evacuation -> {
+                throw bug;
+            });
+            AssertionError thrown = assertThrows(AssertionError.class, () -> owners.pool.compact());
+            assertSame(bug, thrown, "an error goes through as it is");
+            owners.assertNothingMarked();
+            owners.pool.setRelocator("cache", owners.general);
+            CompactionStats next = owners.pool.compact();
+            assertTrue(next.chunksFreed() > 0, next::toString);
+            owners.assertNothingMarked();
+        }
+    }
+
+    @Test
+    void aRelocatorThatCompactsGetsNothingAndTheOuterCompactionGoesOn() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            List<CompactionStats> inner = new ArrayList<>();
+            owners.register(evacuation -> {
+                inner.add(owners.pool.compact());
+                inner.add(owners.pool.compact(0.9, 1));
+                owners.general.relocate(evacuation);
+            });
+            CompactionStats outer = owners.pool.compact();
+            assertEquals(List.of(CompactionStats.NONE, CompactionStats.NONE), inner);
+            assertEquals(1, owners.pool.compactionTotals().compactions());
+            assertTrue(outer.movedEntries() > 0 && outer.chunksFreed() > 0, outer::toString);
+            owners.assertNothingMarked();
+        }
+    }
+
+    @Test
+    void removingTheRelocatorsStopsCompaction() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            owners.register(owners.general);
+            assertSame(owners.general, owners.pool.setRelocator("cache", null));
+            assertNull(owners.pool.setRelocator("cache", null));
+            owners.pool.setRelocator("log", null);
+            owners.pool.setRelocator("blocks", null);
+            Allocation first = owners.general.entries.get(0);
+            long offset = first.offset();
+            assertSame(CompactionStats.NONE, owners.pool.compact());
+            assertEquals(0, owners.pool.compactionTotals().compactions());
+            assertSame(first, owners.general.entries.get(0));
+            assertEquals(offset, first.offset());
+            assertEquals(0, owners.general.calls);
+        }
+    }
+
+    @Test
+    void anEvacuationKeptPastItsCallRefusesToMove() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            Evacuation[] kept = new Evacuation[1];
+            owners.register(evacuation -> kept[0] = evacuation);
+            owners.pool.compact();
+            Evacuation stale = kept[0];
+            Allocation entry = owners.general.entries.get(0);
+            assertThrows(IllegalStateException.class, () -> stale.moveInto(entry, new Allocation()));
+            assertThrows(IllegalStateException.class, () -> stale.movePayload(owners.payloads.get(0)));
+            assertThrows(IllegalStateException.class, stale::refused);
+            assertThrows(IllegalStateException.class, stale::heldByReaders);
+        }
+    }
+
+    /**
+     * An evacuation kept past its call answers {@code contains} and
+     * {@code budgetLeft} for whatever compaction runs now, with its own
+     * category and its spent budget: an owner that kept one by mistake walks
+     * its entries with answers from another compaction, and only learns of
+     * the mistake when it tries to move.
+     */
+    @Test
+    @Disabled("Evacuation.contains and budgetLeft answer after the relocate call, for the compaction running then")
+    void anEvacuationKeptPastItsCallAnswersNothing() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            Evacuation[] kept = new Evacuation[1];
+            owners.register(evacuation -> {
+                if (kept[0] == null) {
+                    kept[0] = evacuation; // the first compaction: move nothing, keep the evacuation
+                    return;
+                }
+                Evacuation stale = kept[0];
+                Allocation entry = owners.general.entries.get(0);
+                // the second compaction marked the entry's chunk again; the stale evacuation should not say so
+                assertTrue(evacuation.contains(entry));
+                assertThrows(IllegalStateException.class, () -> stale.contains(entry));
+                assertThrows(IllegalStateException.class, stale::budgetLeft);
+            });
+            owners.pool.compact();
+            owners.pool.compact();
+        }
+    }
+
+    @Test
+    void movesOfWhatIsNotAnEntryAreRefusedWithoutTakingMemory() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            MemoryPool pool = owners.pool;
+            MemoryPool otherPool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build());
+            List<Allocation> foreignPayload = otherPool.blocks("blocks").allocate(40_000);
+            List<Throwable> refusals = new ArrayList<>();
+            owners.register(evacuation -> {
+                long requested = pool.requestedBytes();
+                Allocation entry = owners.general.entries.get(0);
+                Allocation live = owners.general.entries.get(1);
+                refusals.add(assertThrows(IllegalStateException.class, () -> evacuation.moveInto(entry, live),
+                        "new memory into a live holder"));
+                Allocation part = owners.payloads.get(0).get(0);
+                refusals.add(assertThrows(IllegalArgumentException.class, () -> evacuation.moveInto(part, new Allocation()),
+                        "memory of another category"));
+                Allocation freed = new Allocation();
+                pool.allocate(pool.category("cache"), PAGE, freed);
+                pool.free(freed);
+                refusals.add(assertThrows(IllegalArgumentException.class, () -> evacuation.moveInto(freed, new Allocation()),
+                        "a freed holder"));
+                assertEquals(requested, pool.requestedBytes(), "a refused move keeps no memory");
+                owners.general.relocate(evacuation);
+            });
+            pool.setRelocator("blocks", evacuation -> {
+                long requested = pool.requestedBytes();
+                List<Allocation> parts = owners.payloads.get(0);
+                assertTrue(parts.stream().anyMatch(evacuation::contains), "the payload is in a block being emptied");
+                refusals.add(assertThrows(IllegalArgumentException.class, () -> evacuation.moveInto(parts.get(0), new Allocation()),
+                        "a part alone"));
+                refusals.add(assertThrows(IllegalArgumentException.class,
+                        () -> evacuation.movePayload(List.of(owners.general.entries.get(0))), "a payload of no block pool part"));
+                List<Allocation> mixed = new ArrayList<>(parts);
+                mixed.addAll(foreignPayload);
+                refusals.add(assertThrows(IllegalArgumentException.class, () -> evacuation.movePayload(mixed),
+                        "parts of two pools"));
+                List<Allocation> two = new ArrayList<>(parts);
+                two.addAll(owners.payloads.get(1));
+                refusals.add(assertThrows(IllegalArgumentException.class, () -> evacuation.movePayload(two),
+                        "two payloads as one"));
+                assertEquals(requested, pool.requestedBytes(), "a refused move keeps no memory");
+                owners.moveBlocks(evacuation);
+            });
+            CompactionStats done = pool.compact();
+            assertEquals(7, refusals.size());
+            assertTrue(done.movedEntries() > 0, done::toString);
+            foreignPayload.forEach(otherPool::free);
+            otherPool.close();
+        }
+    }
+
+    /**
+     * Parts handed over out of order: the new payload is taken, then the
+     * copy finds a new part smaller than its old one and throws, and the new
+     * payload is never freed. Its bytes stay requested for good.
+     */
+    @Test
+    @Disabled("Evacuation.movePayload leaks the new payload when a copy throws (parts out of order)")
+    void partsOutOfOrderAreRefusedWithoutLeakingTheNewPayload() {
+        try (ThreeOwners owners = new ThreeOwners()) {
+            MemoryPool pool = owners.pool;
+            long[] before = new long[1];
+            owners.register(owners.general);
+            pool.setRelocator("blocks", evacuation -> {
+                before[0] = pool.requestedBytes();
+                List<Allocation> parts = owners.payloads.get(0); // 20 mini-blocks, the last one partly used
+                assertTrue(parts.stream().anyMatch(evacuation::contains), "the payload is in a block being emptied");
+                List<Allocation> reversed = new ArrayList<>(parts);
+                java.util.Collections.reverse(reversed);
+                assertThrows(RuntimeException.class, () -> evacuation.movePayload(reversed));
+                assertEquals(before[0], pool.requestedBytes(), "the new payload was freed");
+            });
+            pool.compact();
+        }
+    }
+
+    @Test
+    void aClosedPoolRefusesToCompactAndStopsCompactingInTheBackground() {
+        ManualTime time = new ManualTime();
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time).scheduler(time)
+                .compactionBytesPerSecond(CHUNK).build());
+        Owner owner = new Owner(pool);
+        for (int i = 0; i < 8; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(pool.category("cache"), PAGE, a);
+            owner.entries.add(a);
+        }
+        Allocation more = new Allocation();
+        pool.allocate(pool.category("cache"), PAGE, more); // with the entries: two chunks' worth of sparse memory
+        pool.setRelocator("cache", owner);
+        pool.close();
+        assertThrows(IllegalStateException.class, pool::compact);
+        assertThrows(IllegalStateException.class, () -> pool.compact(0.5, CHUNK));
+        time.advance(Duration.ofSeconds(1));
+        time.runScheduled();
+        assertEquals(0, owner.calls);
+        assertEquals(0, pool.compactionTotals().compactions());
+        pool.free(more);
+        owner.freeAll();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * A pool closed while a compaction runs: the owner's next move throws
+     * {@link IllegalStateException} (the pool refuses new memory) instead of
+     * returning false, so the compaction fails with the owner's walk half
+     * done. The entries keep their bytes and their memory goes back when
+     * released.
+     */
+    @Test
+    void aPoolClosedDuringACompactionFailsTheMovesLeftAndLosesNothing() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build());
+        Owner owner = new Owner(pool);
+        Category cache = pool.category("cache");
+        List<Allocation> all = new ArrayList<>();
+        for (int i = 0; i < 2 * CHUNK / PAGE; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(cache, PAGE, a);
+            CompactionTest.fill(a, i);
+            all.add(a);
+        }
+        List<Integer> seeds = new ArrayList<>();
+        for (int i = 0; i < all.size(); i++) {
+            if (i % 16 == 0) {
+                owner.entries.add(all.get(i));
+                seeds.add(i);
+            } else {
+                pool.free(all.get(i));
+            }
+        }
+        CountDownLatch inCall = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        pool.setRelocator("cache", evacuation -> {
+            inCall.countDown();
+            await(closed);
+            owner.relocate(evacuation);
+        });
+        Throwable[] thrown = new Throwable[1];
+        Thread compacting = new Thread(() -> {
+            try {
+                pool.compact();
+            } catch (Throwable e) {
+                thrown[0] = e;
+            }
+        });
+        compacting.start();
+        await(inCall);
+        pool.close();
+        closed.countDown();
+        compacting.join();
+        assertTrue(thrown[0] instanceof IllegalStateException, String.valueOf(thrown[0]));
+        assertTrue(thrown[0].getCause() instanceof IllegalStateException, "the move was refused: the pool is closed");
+        for (int i = 0; i < owner.entries.size(); i++) {
+            CompactionTest.verify(owner.entries.get(i), seeds.get(i));
+            assertFalse(owner.entries.get(i).chunk.evacuating);
+        }
+        owner.freeAll();
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * Background compaction runs the owners' relocators on the JVM-wide decay
+     * thread, which survives a {@link RuntimeException} of a task but not an
+     * {@link Error}: a relocator that throws one (an assertion, a linkage
+     * error, an {@code OutOfMemoryError} while copying) ends the thread, and
+     * with it the idle decay and background compaction of every pool in the
+     * JVM. Run in a JVM of its own, since the thread is shared.
+     */
+    @Test
+    @Disabled("an Error thrown by a relocator during background compaction ends the JVM-wide decay thread for every pool")
+    void anErrorInABackgroundCompactionLeavesTheDecayThreadRunning() throws Exception {
+        String output = ForkedJvm.run(List.of("-Xmx64m"), false, ErrorInBackgroundCompaction.class);
+        assertEquals("relocator called: true, a later task ran: true", ForkedJvm.lastLine(output), ForkedJvm.tail(output));
+    }
+
+    /** A pool compacting in the background on the shared decay thread, with a relocator that throws an error. */
+    public static final class ErrorInBackgroundCompaction {
+        private ErrorInBackgroundCompaction() {
+        }
+
+        /**
+         * Waits for the relocator to be called on the decay thread, then
+         * registers another task on that thread and prints whether it ran.
+         *
+         * @param args unused
+         * @throws InterruptedException never
+         */
+        public static void main(String[] args) throws InterruptedException {
+            CountDownLatch called = new CountDownLatch(1);
+            try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1)
+                    .compactionBytesPerSecond(CHUNK).build())) {
+                Allocation entry = new Allocation();
+                pool.allocate(pool.category("cache"), PAGE, entry); // a chunk almost empty: it is chosen
+                pool.setRelocator("cache", evacuation -> {
+                    called.countDown();
+                    throw new AssertionError("an owner's assertion");
+                });
+                boolean relocated = called.await(10, TimeUnit.SECONDS); // background compaction runs once a second
+                CountDownLatch later = new CountDownLatch(1);
+                Scheduler.shared().repeat(later::countDown, Duration.ofMillis(100));
+                boolean ran = later.await(5, TimeUnit.SECONDS); // the thread runs it within 200 ms when alive
+                pool.free(entry);
+                System.out.println("relocator called: " + relocated + ", a later task ran: " + ran);
+            }
+        }
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(10, TimeUnit.SECONDS), "a bound for a stuck thread, not a pause");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+}

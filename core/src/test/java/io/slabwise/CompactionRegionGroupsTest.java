@@ -1,0 +1,81 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Compaction with region groups (the default where glibc keeps freed chunks):
+ * the memory a compaction empties must leave the process, which with groups
+ * means whole groups must empty. The chunk a move takes must therefore not be
+ * carved from a group whose every chunk is being emptied, or that group stays
+ * committed for one chunk.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class CompactionRegionGroupsTest {
+
+    @Test
+    @Disabled("fails: a move's new chunk is carved from the fullest group with room, which may be a group whose every"
+            + " chunk is being emptied; that group then stays committed (32 MiB) for that one chunk. Seen: 64 MiB"
+            + " committed for 2 chunks after compacting a 72 MiB pool, where one group (32 MiB) would do")
+    void groupsWhoseChunksAllEmptyGoBack() {
+        assumeTrue(MallocWarning.regionGroupsWanted(), "region groups are off here (not glibc, or slabwise.noRegionGroups)");
+        int chunk = 4 * 1024 * 1024;
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).build())) {
+            Category cache = pool.category("cache");
+            List<Allocation> kept = new ArrayList<>();
+            pool.setRelocator("cache", evacuation -> {
+                for (int i = 0; i < kept.size(); i++) {
+                    Allocation old = kept.get(i);
+                    Allocation fresh = new Allocation();
+                    if (evacuation.contains(old) && evacuation.moveInto(old, fresh)) {
+                        kept.set(i, fresh);
+                        pool.free(old);
+                    }
+                }
+            });
+            // 64 MiB of 1-16 KiB entries: two whole groups and the regions on their own; then 90% freed at random
+            Random random = new Random(7);
+            List<Allocation> all = new ArrayList<>();
+            long filled = 0;
+            while (filled < 64L << 20) {
+                Allocation a = new Allocation();
+                int size = 1024 + random.nextInt(15 * 1024);
+                pool.allocate(cache, size, a);
+                all.add(a);
+                filled += size;
+            }
+            Collections.shuffle(all, random);
+            for (int i = 0; i < all.size(); i++) {
+                if (i % 10 == 0) {
+                    kept.add(all.get(i));
+                } else {
+                    pool.free(all.get(i));
+                }
+            }
+            pool.trim();
+            long before = pool.committedBytes();
+            CompactionStats done = pool.compact();
+            pool.trim();
+            int chunks = pool.stats().chunks();
+            long committed = pool.committedBytes();
+            assertEquals(kept.size(), done.movedEntries(), done::toString);
+            assertTrue(chunks <= 2, () -> chunks + " chunks after " + done);
+            // the chunks left fit in one group, beside at most the regions a pool may keep on their own
+            long bound = RegionGroups.GROUP_SIZE + CommittedMemory.ALONE_BUDGET;
+            assertTrue(committed <= bound, () -> "committed " + (committed >> 20) + " MiB for " + chunks + " chunks (before: "
+                    + (before >> 20) + " MiB), at most " + (bound >> 20) + " MiB expected; " + done);
+            kept.forEach(pool::free);
+        }
+    }
+}

@@ -1,0 +1,62 @@
+package io.slabwise;
+
+import java.lang.reflect.Field;
+import java.util.List;
+
+/**
+ * Reads which chunks of a pool's arenas are marked for evacuation, for tests
+ * that check that a compaction leaves no mark behind: a chunk that stayed
+ * marked would never take new memory again.
+ */
+final class EvacuationMarks {
+
+    private EvacuationMarks() {
+    }
+
+    /** Chunks of the pool's arenas marked as being evacuated now (whole chunks lent to cache allocators included). */
+    static int markedArenaChunks(MemoryPool pool) {
+        int marked = 0;
+        for (Arena arena : arenas(pool)) {
+            synchronized (arena) {
+                for (Chunk chunk : chunksOf(arena)) {
+                    if (chunk.evacuating) {
+                        marked++;
+                    }
+                }
+            }
+        }
+        return marked;
+    }
+
+    /** Chunks held by the pool's arenas, idle ones and those lent whole included. */
+    static int arenaChunks(MemoryPool pool) {
+        int n = 0;
+        for (Arena arena : arenas(pool)) {
+            synchronized (arena) {
+                n += chunksOf(arena).size();
+            }
+        }
+        return n;
+    }
+
+    private static Arena[] arenas(MemoryPool pool) {
+        try {
+            Field field = MemoryPool.class.getDeclaredField("arenas");
+            field.setAccessible(true);
+            return (Arena[]) field.get(pool);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Chunk> chunksOf(Arena arena) {
+        try {
+            Field field = Arena.class.getDeclaredField("chunks");
+            field.setAccessible(true);
+            return (List<Chunk>) field.get(arena);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
+        }
+    }
+}
