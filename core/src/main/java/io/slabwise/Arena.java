@@ -484,12 +484,15 @@ final class Arena {
     }
 
     /**
-     * Starts evacuating {@code chunk}, unless it went back meanwhile, or
-     * emptied and {@code idleToo} is false; returns whether it did. An idle
-     * chunk evacuated takes no new memory and goes back at the end.
+     * Starts evacuating {@code chunk}, unless it went back meanwhile, holds
+     * more than {@code maxUsedBytes} now (it may have been emptied and lent
+     * whole to a sequential allocator since it was chosen), or emptied and
+     * {@code idleToo} is false; returns whether it did. An idle chunk
+     * evacuated takes no new memory and goes back at the end.
      */
-    synchronized boolean startEvacuation(Chunk chunk, boolean idleToo) {
-        if (chunksById[chunk.id] != chunk || chunk.evacuating || (chunk.isEmpty() && !idleToo)) {
+    synchronized boolean startEvacuation(Chunk chunk, boolean idleToo, long maxUsedBytes) {
+        if (chunksById[chunk.id] != chunk || chunk.evacuating || (chunk.isEmpty() && !idleToo)
+                || chunk.usedBytes > maxUsedBytes) {
             return false;
         }
         chunk.evacuating = true;

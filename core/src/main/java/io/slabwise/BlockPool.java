@@ -253,14 +253,14 @@ public final class BlockPool {
      * their sub-blocks and mini-blocks from other blocks, so an evacuated
      * block empties and goes back to the operating system.
      */
-    void sparseBlocks(long maxUsedBytes, List<Compaction.Victim> out) {
+    void sparseBlocks(long maxUsedBytes, Compaction.Destination destination, List<Compaction.Victim> out) {
         for (Stripe stripe : subBlocks.stripes) {
             synchronized (stripe) {
                 for (SlotRegion head : stripe.byFree) {
                     for (SlotRegion region = head; region != null; region = region.next) {
                         long used = (long) (subBlocks.slotsPerRegion - region.free()) * subBlocks.slotSize;
                         if (used > 0 && used <= maxUsedBytes) {
-                            out.add(sparseBlock(region, used));
+                            out.add(sparseBlock(region, used, destination));
                         }
                     }
                 }
@@ -269,9 +269,9 @@ public final class BlockPool {
     }
 
     /** A block cut into sub-blocks ({@code region}) as a compaction's victim. */
-    private Compaction.Victim sparseBlock(SlotRegion region, long used) {
+    private Compaction.Victim sparseBlock(SlotRegion region, long used, Compaction.Destination destination) {
         Chunk block = region.memory.chunk;
-        return new Compaction.Victim(block, used) {
+        return new Compaction.Victim(block, used, destination) {
             @Override
             boolean start() {
                 chunks.evacuateBlock(block, true);
@@ -288,6 +288,11 @@ public final class BlockPool {
                 return !region.memory.isLive();
             }
         };
+    }
+
+    /** Bytes of the free sub-blocks in blocks cut into sub-blocks: room a compaction's moves can use. */
+    long freeSubBlockBytes() {
+        return subBlocks.counts()[2] * subBlocks.slotSize;
     }
 
     /** Gives every idle block back to the operating system; returns how many. */

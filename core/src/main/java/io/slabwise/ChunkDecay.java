@@ -74,7 +74,7 @@ final class ChunkDecay implements Scheduler {
                     task.nextRunNanos = now + task.periodNanos;
                     try {
                         task.work.run();
-                    } catch (RuntimeException e) {
+                    } catch (RuntimeException | Error e) {
                         // a failing task (a broken chunk source) must not stop the others
                         System.getLogger("io.slabwise").log(System.Logger.Level.WARNING, "background task failed", e);
                     }

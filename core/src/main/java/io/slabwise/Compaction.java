@@ -4,7 +4,10 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
@@ -42,15 +45,46 @@ final class Compaction {
 
     /** The occupancy below which {@link MemoryPool#compact()} empties a chunk. */
     static final double DEFAULT_MAX_OCCUPANCY = 0.5;
+    /** How many compactions a chunk evacuated in vain is left alone, unless its used bytes change. */
+    static final int FRUITLESS_COMPACTIONS = 8;
+
+    /**
+     * Where the entries of one kind of victim land (the general pool, one
+     * sequential allocator, one block pool): the free room there outside the
+     * victims, and the unit in which it takes new memory when that is not
+     * enough. Filled while choosing.
+     */
+    static final class Destination {
+        /** Chunk or block size: the unit of new memory. */
+        final long unit;
+        /** Free bytes where moves can land without new memory; victims' own free room is taken out as they are chosen. */
+        long free;
+        long moved;
+        int victims;
+        /** New memory the victims chosen so far need: whole units. */
+        long newMemory;
+
+        Destination(long unit, long free) {
+            this.unit = unit;
+            this.free = free;
+        }
+
+        /** Victims less the units of new memory they need: what emptying them gains, in units. */
+        long gain() {
+            return victims - newMemory / unit;
+        }
+    }
 
     /** A chunk (or block) a compaction may empty, with how to start and end its evacuation. */
     abstract static class Victim {
         final Chunk chunk;
         final long usedBytes;
+        final Destination destination;
 
-        Victim(Chunk chunk, long usedBytes) {
+        Victim(Chunk chunk, long usedBytes, Destination destination) {
             this.chunk = chunk;
             this.usedBytes = usedBytes;
+            this.destination = destination;
         }
 
         /** Marks it; false when it emptied meanwhile (nothing to move). */
@@ -62,6 +96,11 @@ final class Compaction {
         /** The bytes it frees when it empties. */
         long size() {
             return chunk.chunkSize();
+        }
+
+        /** Its free room that counted in its destination's free bytes, and is lost to moves once it is chosen. */
+        long reusableFree() {
+            return size() - usedBytes;
         }
     }
 
@@ -80,6 +119,16 @@ final class Compaction {
     private final int chunkSize;
     private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
     private final ReentrantLock running = new ReentrantLock();
+    /** Arena chunks evacuated in vain: their used bytes then, and the compaction's number; under {@link #running}. */
+    private final Map<Chunk, long[]> fruitless = new WeakHashMap<>();
+    /** Compactions that chose anything; under {@link #running}. */
+    private long compactions;
+    /**
+     * Victims of the last compaction left marked because readers still held
+     * moved entries' old memory in them: they go back when that comes back,
+     * and the next compaction ends them first. Under {@link #running}.
+     */
+    private final List<Victim> draining = new ArrayList<>();
     private final AtomicReference<CompactionStats> totals = new AtomicReference<>(CompactionStats.NONE);
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
@@ -154,6 +203,11 @@ final class Compaction {
     }
 
     private CompactionStats evacuate(double maxOccupancy, long maxBytesToMove, long start) {
+        for (Victim victim : draining) {
+            victim.end(); // open again what the readers still hold; chosen again below if still sparse
+        }
+        draining.clear();
+        flushCaches(); // before choosing: what this thread has cached makes its chunks look used
         List<Victim> started = new ArrayList<>();
         for (Victim victim : choose(maxOccupancy, maxBytesToMove)) {
             if (victim.start()) {
@@ -163,10 +217,13 @@ final class Compaction {
         if (started.isEmpty()) {
             return new CompactionStats(1, 0, 0, 0, 0, 0, 0, 0, System.nanoTime() - start);
         }
+        compactions++;
         long moved = 0;
         long entries = 0;
         long refused = 0;
         long held = 0;
+        boolean exhausted = false;
+        Set<Chunk> heldChunks = new HashSet<>();
         RuntimeException failure = null;
         try {
             flushCaches();
@@ -186,14 +243,27 @@ final class Compaction {
                     entries += evacuation.movedEntries;
                     refused += evacuation.refusedEntries;
                     held += evacuation.heldByReaders;
+                    exhausted |= evacuation.exhausted;
+                    heldChunks.addAll(evacuation.draining);
                 }
             }
         } catch (RuntimeException | Error e) {
-            end(started); // every mark goes, whatever happened: a marked chunk would never take new memory again
+            end(started, false); // every mark goes, whatever happened: a marked chunk would never take new memory again
             throw e;
         }
-        long[] freed = end(started);
-        CompactionStats done = new CompactionStats(1, started.size(), freed[0], freed[1], entries, moved, refused, held,
+        int evacuated = started.size();
+        // chunks readers still hold memory of stay marked, to go back when the readers let go
+        for (java.util.Iterator<Victim> i = started.iterator(); i.hasNext(); ) {
+            Victim victim = i.next();
+            if (heldChunks.contains(victim.chunk)) {
+                draining.add(victim);
+                i.remove();
+            }
+        }
+        // a chunk that kept all it held while every owner looked at all its entries and refused none holds
+        // nothing that can move
+        long[] freed = end(started, failure == null && refused == 0 && !exhausted);
+        CompactionStats done = new CompactionStats(1, evacuated, freed[0], freed[1], entries, moved, refused, held,
                 System.nanoTime() - start);
         if (failure != null) {
             totals.accumulateAndGet(done, CompactionStats::plus);
@@ -202,13 +272,19 @@ final class Compaction {
         return done;
     }
 
-    /** Ends the evacuation of every victim; returns {chunks freed, their bytes}. */
-    private static long[] end(List<Victim> started) {
+    /**
+     * Ends the evacuation of every victim; returns {chunks freed, their bytes}.
+     * With {@code learn}, arena chunks that kept exactly their bytes are
+     * remembered as {@linkplain #fruitless fruitless}.
+     */
+    private long[] end(List<Victim> started, boolean learn) {
         long[] freed = new long[2];
         for (Victim victim : started) {
             if (victim.end()) {
                 freed[0]++;
                 freed[1] += victim.size();
+            } else if (learn && victim instanceof ArenaChunk && ((ArenaChunk) victim).usedNow() == victim.usedBytes) {
+                fruitless.put(victim.chunk, new long[] {victim.usedBytes, compactions});
             }
         }
         return freed;
@@ -218,61 +294,70 @@ final class Compaction {
     private List<Victim> choose(double maxOccupancy, long maxBytesToMove) {
         List<Victim> candidates = new ArrayList<>();
         long maxUsedInChunk = (long) (maxOccupancy * chunkSize);
-        long generalFree = 0; // free bytes in general chunks: where moved general entries can go without a new chunk
         if (relocatableInGeneralPool()) { // else marking general chunks would only make other categories' traffic pay
+            Destination general = new Destination(chunkSize, 0);
             for (Arena arena : arenas) {
                 List<Chunk> sparse = new ArrayList<>();
                 // with region groups, an idle chunk kept for reuse would keep its group from emptying
-                generalFree += arena.sparseChunks(maxUsedInChunk, grouped, sparse);
+                general.free += arena.sparseChunks(maxUsedInChunk, grouped, sparse);
                 for (Chunk chunk : sparse) {
-                    candidates.add(new ArenaChunk(chunk, arena, grouped));
+                    if (!fruitless(chunk, arena.usedBytes(chunk))) {
+                        candidates.add(new ArenaChunk(chunk, arena, general, grouped, maxUsedInChunk));
+                    }
                 }
             }
         }
         for (SequentialAllocator sequential : sequentialAllocators) {
             if (relocators.containsKey(sequential.category())) {
-                sequential.sparsePinnedChunks(maxUsedInChunk, candidates);
+                sequential.sparsePinnedChunks(maxUsedInChunk, new Destination(chunkSize, sequential.roomForMoves()),
+                        candidates);
             }
         }
         for (BlockPool blocks : blockPools) {
             if (relocators.containsKey(blocks.category())) {
-                blocks.sparseBlocks((long) (maxOccupancy * blocks.blockSize()), candidates);
+                blocks.sparseBlocks((long) (maxOccupancy * blocks.blockSize()),
+                        new Destination(blocks.blockSize(), blocks.freeSubBlockBytes()), candidates);
             }
         }
         candidates.sort(Comparator.comparingLong(v -> v.usedBytes));
-        // what moves must land somewhere else: in free space of chunks not chosen, or in new chunks under the ceiling
-        // (a sequential allocator's open chunk, or a block pool's other blocks, have some room too: one chunk's worth)
+        // what moves must land somewhere else: in free room outside the victims, or in new memory under the ceiling
         long headroom = limit.max == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, limit.max - limit.committed());
         List<Victim> chosen = new ArrayList<>();
         long bytes = 0;
-        long generalBytes = 0;
-        long otherBytes = 0;
+        long newMemory = 0;
         for (Victim victim : candidates) {
             if (bytes + victim.usedBytes > maxBytesToMove) {
                 break;
             }
-            if (victim instanceof ArenaChunk) {
-                long freeElsewhere = generalFree - (victim.size() - victim.usedBytes);
-                if (generalBytes + victim.usedBytes > saturatedAdd(freeElsewhere, headroom)) {
-                    continue;
-                }
-                generalFree = freeElsewhere;
-                generalBytes += victim.usedBytes;
-            } else {
-                if (otherBytes + victim.usedBytes > saturatedAdd(chunkSize, headroom)) {
-                    continue;
-                }
-                otherBytes += victim.usedBytes;
+            Destination to = victim.destination;
+            long free = to.free - victim.reusableFree();
+            long moved = to.moved + victim.usedBytes;
+            long need = (Math.max(0, moved - free) + to.unit - 1) / to.unit * to.unit;
+            if (newMemory - to.newMemory + need > headroom) {
+                continue;
             }
+            newMemory += need - to.newMemory;
+            to.newMemory = need;
+            to.free = free;
+            to.moved = moved;
+            to.victims++;
             chosen.add(victim);
             bytes += victim.usedBytes;
         }
+        // victims that would need as many new chunks as they free gain nothing: moving them would never end
+        chosen.removeIf(v -> v.destination.gain() < 1);
         return chosen;
     }
 
-    private static long saturatedAdd(long a, long b) {
-        long sum = a + b;
-        return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
+    /**
+     * Whether an arena chunk was evacuated lately and kept exactly these used
+     * bytes: nothing in it could move (other categories' memory, entries in
+     * use), so choosing it again would only spend the budget. Forgotten after
+     * {@link #FRUITLESS_COMPACTIONS} compactions, or when its bytes change.
+     */
+    private boolean fruitless(Chunk chunk, long usedBytes) {
+        long[] seen = fruitless.get(chunk);
+        return seen != null && seen[0] == usedBytes && compactions - seen[1] < FRUITLESS_COMPACTIONS;
     }
 
     /** Whether a category with a relocator has live memory in the general pool (not carved by a cache allocator). */
@@ -290,21 +375,28 @@ final class Compaction {
     private static final class ArenaChunk extends Victim {
         private final Arena arena;
         private final boolean idleToo;
+        private final long maxUsedBytes;
 
-        ArenaChunk(Chunk chunk, Arena arena, boolean idleToo) {
-            super(chunk, arena.usedBytes(chunk));
+        ArenaChunk(Chunk chunk, Arena arena, Destination destination, boolean idleToo, long maxUsedBytes) {
+            super(chunk, arena.usedBytes(chunk), destination);
             this.arena = arena;
             this.idleToo = idleToo;
+            this.maxUsedBytes = maxUsedBytes;
         }
 
         @Override
         boolean start() {
-            return arena.startEvacuation(chunk, idleToo);
+            return arena.startEvacuation(chunk, idleToo, maxUsedBytes);
         }
 
         @Override
         boolean end() {
             return arena.endEvacuation(chunk);
+        }
+
+        /** Its bytes in use now. */
+        long usedNow() {
+            return arena.usedBytes(chunk);
         }
     }
 
@@ -323,6 +415,11 @@ final class Compaction {
             throw new IllegalArgumentException("a huge allocation has a region of its own and never moves: " + from);
         }
         return admission.tryAdmit(generalMove, from.category, from.requested, to);
+    }
+
+    /** Whether the pool was closed: moves are refused from then on. */
+    boolean poolClosed() {
+        return admission.isClosed();
     }
 
     /** Frees memory taken for a move that could not be used. */

@@ -1,6 +1,8 @@
 package io.slabwise;
 
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * One compaction as one owner sees it: which of its entries must move, and
@@ -29,6 +31,10 @@ public final class Evacuation {
     long movedEntries;
     long refusedEntries;
     long heldByReaders;
+    /** Whether the budget ran out: some owner may have stopped before it looked at every entry. */
+    boolean exhausted;
+    /** Chunks whose old memory readers still hold after a move: they stay closed to new memory until it comes back. */
+    final Set<Chunk> draining = new HashSet<>();
 
     Evacuation(Compaction compaction, Category category, long byteBudget) {
         this.compaction = compaction;
@@ -46,13 +52,19 @@ public final class Evacuation {
      * (or block) being emptied: an entry to move.
      */
     public boolean contains(Allocation allocation) {
+        checkUsable();
         Chunk chunk = allocation.chunk;
         return chunk != null && chunk.evacuating && allocation.category == category;
     }
 
     /** Whether the compaction's budget allows more bytes to move; an owner stops walking its entries when not. */
     public boolean budgetLeft() {
-        return movedBytes < byteBudget;
+        checkUsable();
+        if (movedBytes < byteBudget) {
+            return true;
+        }
+        exhausted = true;
+        return false;
     }
 
     /**
@@ -62,8 +74,9 @@ public final class Evacuation {
      * bytes into it. The owner then points its entry at {@code to} and frees
      * {@code from}.
      *
-     * @return true when moved; false when the budget is spent or a limit
-     *         refused the new memory (a move never waits): the entry stays
+     * @return true when moved; false when the budget is spent, a limit
+     *         refused the new memory (a move never waits) or the pool was
+     *         closed: the entry stays
      * @throws IllegalArgumentException when {@code from} is not an entry this evacuation {@link #contains}, or is a
      *                                  block pool part (those move whole, with {@link #movePayload})
      * @throws IllegalStateException    when {@code to} is live, or after the {@code relocate} call returned
@@ -75,7 +88,8 @@ public final class Evacuation {
         if (BlockPool.isPart(from)) {
             throw new IllegalArgumentException("a block pool payload moves whole: use movePayload");
         }
-        if (movedBytes + from.requested > byteBudget) {
+        if (movedBytes + from.requested > byteBudget || compaction.poolClosed()) {
+            exhausted = true;
             refusedEntries++;
             return false;
         }
@@ -120,7 +134,8 @@ public final class Evacuation {
         if (!contained) {
             throw new IllegalArgumentException("no part of the payload lies in a block being emptied: " + parts);
         }
-        if (movedBytes + size > byteBudget) {
+        if (movedBytes + size > byteBudget || compaction.poolClosed()) {
+            exhausted = true;
             refusedEntries++;
             return null;
         }
@@ -134,6 +149,12 @@ public final class Evacuation {
             throw new IllegalArgumentException("the parts are not a whole payload of " + size + " bytes: " + parts);
         }
         for (int i = 0; i < parts.size(); i++) {
+            if (moved.get(i).requested < parts.get(i).requested) {
+                moved.forEach(compaction::free);
+                throw new IllegalArgumentException("the parts are not in the order the block pool gave them: " + parts);
+            }
+        }
+        for (int i = 0; i < parts.size(); i++) {
             copy(parts.get(i), moved.get(i));
         }
         movedBytes += size;
@@ -141,19 +162,37 @@ public final class Evacuation {
         return moved;
     }
 
-    /** Counts an entry the owner kept in place because it is in use. */
+    /**
+     * Counts an entry the owner kept in place because it is in use. An owner
+     * that cannot look at its entries now at all (its lock is busy) calls it
+     * once too: the pool then knows that the chunks it chose may still hold
+     * entries that can move later.
+     */
     public void refused() {
         checkUsable();
         refusedEntries++;
     }
 
     /**
-     * Counts a moved entry whose old memory is still held by readers after the
-     * owner freed its reference: its chunk goes back when they release it.
+     * Counts a moved entry whose old memory ({@code old}, the allocation it
+     * was moved from) readers still hold after the owner lets go. Its chunk
+     * stays closed to new memory after the compaction, so that it goes back
+     * when they release it (a chunk that also holds memory that cannot move
+     * opens again at the next compaction).
      */
-    public void heldByReaders() {
+    public void heldByReaders(Allocation old) {
+        heldByReaders(List.of(old));
+    }
+
+    /** {@link #heldByReaders(Allocation)} for a moved payload of blocks: its old parts. */
+    public void heldByReaders(List<Allocation> oldParts) {
         checkUsable();
         heldByReaders++;
+        for (Allocation part : oldParts) {
+            if (part.chunk != null && part.chunk.evacuating) {
+                draining.add(part.chunk);
+            }
+        }
     }
 
     /** Ends the evacuation: the relocate call returned. */

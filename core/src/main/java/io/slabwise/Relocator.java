@@ -20,7 +20,10 @@ package io.slabwise;
  * <ul>
  *   <li>Move only entries that are not in use in a way a move would break
  *       (being written, say); call {@link Evacuation#refused()} for those and
- *       leave them where they are.</li>
+ *       leave them where they are. An owner that cannot look at its entries
+ *       this time (its lock is busy) calls {@code refused()} once: otherwise
+ *       the pool takes the chunks it chose for chunks with nothing movable
+ *       and leaves them alone for a while.</li>
  *   <li>{@code relocate} may run on any thread: the caller of
  *       {@code compact()}, the pool's scheduler for background compaction,
  *       or a thread whose allocation found the pool at its ceiling, which may

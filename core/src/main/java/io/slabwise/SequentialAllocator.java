@@ -356,16 +356,21 @@ public final class SequentialAllocator implements Allocator {
      * choose from; slices carved from the stripes' open chunks never come from
      * a pinned chunk, so what a move carves lands elsewhere.
      */
-    void sparsePinnedChunks(long maxLiveBytes, List<Compaction.Victim> out) {
+    void sparsePinnedChunks(long maxLiveBytes, Compaction.Destination destination, List<Compaction.Victim> out) {
         for (SlabChunk slab : pinned) {
             Chunk chunk = slab.memory.chunk; // null once it went back to its arena
             long live = slab.liveBytes();
             if (chunk != null && live <= maxLiveBytes) {
-                out.add(new Compaction.Victim(chunk, live) {
+                out.add(new Compaction.Victim(chunk, live, destination) {
+                    @Override
+                    long reusableFree() {
+                        return 0; // a retired chunk takes no slice again: its room was never the destination's
+                    }
+
                     @Override
                     boolean start() {
                         // marked through its arena, which counts it in its region group too
-                        if (!pinned.contains(slab) || !chunk.arena.startEvacuation(chunk, false)) {
+                        if (!pinned.contains(slab) || !chunk.arena.startEvacuation(chunk, false, Long.MAX_VALUE)) {
                             return false;
                         }
                         if (!pinned.contains(slab)) { // recycled meanwhile, as the spare: nothing to move
@@ -384,6 +389,23 @@ public final class SequentialAllocator implements Allocator {
                     }
                 });
             }
+        }
+    }
+
+    /**
+     * Bytes a compaction's moves can carve without a new chunk: the room left
+     * in the open chunks of the calling thread's stripe, which carves them.
+     */
+    long roomForMoves() {
+        Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
+        synchronized (stripe) {
+            long room = 0;
+            for (SlabChunk slab : new SlabChunk[] {stripe.current, stripe.overflow}) {
+                if (slab != null) {
+                    room += chunkSize - slab.carved;
+                }
+            }
+            return room;
         }
     }
 

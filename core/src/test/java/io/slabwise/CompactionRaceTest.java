@@ -57,6 +57,7 @@ class CompactionRaceTest {
             mostInside.accumulateAndGet(inside.incrementAndGet(), Math::max);
             try {
                 if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
+                    evacuation.refused(); // its entries may move later: the pool must not give up on their chunks
                     return; // busy, or the allocation that started this compaction runs inside the owner
                 }
                 try {

@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -25,9 +24,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class CompactionRegionGroupsTest {
 
     @Test
-    @Disabled("fails: a move's new chunk is carved from the fullest group with room, which may be a group whose every"
-            + " chunk is being emptied; that group then stays committed (32 MiB) for that one chunk. Seen: 64 MiB"
-            + " committed for 2 chunks after compacting a 72 MiB pool, where one group (32 MiB) would do")
     void groupsWhoseChunksAllEmptyGoBack() {
         assumeTrue(MallocWarning.regionGroupsWanted(), "region groups are off here (not glibc, or slabwise.noRegionGroups)");
         int chunk = 4 * 1024 * 1024;

@@ -196,25 +196,27 @@ class CompactionTest {
     @Test
     void otherCategoriesNeverMoveAndMisuseIsRefused() {
         try (MemoryPool pool = pool()) {
-            Category cache = pool.category("cache");
+            Owner owner = fragmented(pool, "cache", 512, 16); // 4 chunks, each an eighth used
             Category network = pool.category("network");
             Allocation foreign = new Allocation();
-            pool.allocate(network, 1000, foreign);
-            Allocation own = new Allocation();
-            pool.allocate(cache, 1000, own);
+            pool.allocate(network, 1000, foreign); // in one of the chunks being emptied
             Evacuation[] kept = new Evacuation[1];
             pool.setRelocator("cache", evacuation -> {
                 kept[0] = evacuation;
                 assertFalse(evacuation.contains(foreign));
                 assertThrows(IllegalArgumentException.class, () -> evacuation.moveInto(foreign, new Allocation()));
+                owner.relocate(evacuation);
             });
-            pool.compact(0.99, Long.MAX_VALUE);
-            assertTrue(kept[0] != null);
+            long foreignAddress = foreign.address();
+            CompactionStats done = pool.compact(0.99, Long.MAX_VALUE);
+            assertTrue(kept[0] != null && done.movedEntries() > 0, done::toString);
+            assertEquals(foreignAddress, foreign.address(), "memory of a category without a relocator never moves");
+            owner.check();
+            owner.freeAll();
             assertThrows(IllegalStateException.class, () -> kept[0].refused());
             assertThrows(IllegalArgumentException.class, () -> pool.compact(1.0, 1));
             assertThrows(IllegalArgumentException.class, () -> pool.compact(0.5, -1));
             pool.free(foreign);
-            pool.free(own);
         }
     }
 

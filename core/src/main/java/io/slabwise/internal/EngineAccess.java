@@ -27,6 +27,9 @@ import java.nio.ByteBuffer;
  *       the buffer that owns it, and the buffer must drop it when it frees it
  *       with {@link MemoryPool#free}: a holder freed on the thread that
  *       allocated it serves that thread's next allocation.</li>
+ *   <li>{@link #isBlockPart}: whether an allocation is a block pool
+ *       payload's part, for relocation, which moves such parts only as a
+ *       whole payload.</li>
  *   <li>{@link #attachment} and {@link #attach}: an object kept with a
  *       stashed holder across its reuses; the adapter's recycling mode keeps
  *       the buffer object there, so a buffer released on its allocating
@@ -39,6 +42,7 @@ public final class EngineAccess {
     private static final MethodHandle CHUNK_MEMORY;
     private static final MethodHandle ALLOCATE_STASHED;
     private static final VarHandle ATTACHMENT;
+    private static final MethodHandle IS_BLOCK_PART;
 
     static {
         try {
@@ -48,6 +52,8 @@ public final class EngineAccess {
             ALLOCATE_STASHED = engine.findVirtual(MemoryPool.class, "allocateStashed",
                     MethodType.methodType(Allocation.class, Category.class, int.class, boolean.class));
             ATTACHMENT = engine.findVarHandle(Allocation.class, "attachment", Object.class);
+            IS_BLOCK_PART = engine.findStatic(engine.findClass("io.slabwise.BlockPool"), "isPart",
+                    MethodType.methodType(boolean.class, Allocation.class));
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -77,6 +83,17 @@ public final class EngineAccess {
     public static Allocation allocateStashed(MemoryPool pool, Category category, int requested, boolean returnNullAtLimit) {
         try {
             return (Allocation) ALLOCATE_STASHED.invokeExact(pool, category, requested, returnNullAtLimit);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Whether {@code allocation} is a part of a block pool's payload (such parts move only as a whole payload). */
+    public static boolean isBlockPart(Allocation allocation) {
+        try {
+            return (boolean) IS_BLOCK_PART.invokeExact(allocation);
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -372,13 +372,17 @@ class SlabwiseMetricsTest {
         new SlabwiseMetrics(pool, "test", clock::get).bindTo(registry);
         Category cache = pool.category("cache");
         List<Allocation> kept = new ArrayList<>();
+        List<Allocation> all = new ArrayList<>();
         for (int i = 0; i < 512; i++) {
             Allocation a = new Allocation();
             pool.allocate(cache, 8192, a); // 4 chunks of 128 runs
+            all.add(a);
+        }
+        for (int i = 0; i < all.size(); i++) {
             if (i % 16 == 0) {
-                kept.add(a);
+                kept.add(all.get(i)); // 8 runs in each chunk
             } else {
-                pool.free(a);
+                pool.free(all.get(i));
             }
         }
         pool.trim();

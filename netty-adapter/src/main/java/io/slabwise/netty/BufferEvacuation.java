@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocation;
 import io.slabwise.Evacuation;
+import io.slabwise.internal.EngineAccess;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -55,15 +56,17 @@ public final class BufferEvacuation {
             return a != null && evacuation.contains(a);
         }
         if (root instanceof CompositeByteBuf) {
+            // a payload of blocks moves whole; a composite with any other component (one that grew) cannot
+            boolean contained = false;
             for (ByteBuf component : (CompositeByteBuf) root) {
                 ByteBuf part = root(component);
-                if (part instanceof SlabwiseDirectByteBuf) {
-                    Allocation a = ((SlabwiseDirectByteBuf) part).allocation();
-                    if (a != null && evacuation.contains(a)) {
-                        return true;
-                    }
+                Allocation a = part instanceof SlabwiseDirectByteBuf ? ((SlabwiseDirectByteBuf) part).allocation() : null;
+                if (a == null || !EngineAccess.isBlockPart(a)) {
+                    return false;
                 }
+                contained |= evacuation.contains(a);
             }
+            return contained;
         }
         return false;
     }
@@ -85,6 +88,7 @@ public final class BufferEvacuation {
             throw new IllegalArgumentException("not a buffer of '" + category() + "' in a chunk being emptied: " + buffer);
         }
         ByteBuf root = root(buffer);
+        List<Allocation> old = memoryOf(root);
         ByteBuf moved = root instanceof SlabwiseDirectByteBuf
                 ? moveDirect((SlabwiseDirectByteBuf) root)
                 : moveComposite((CompositeByteBuf) root);
@@ -93,7 +97,7 @@ public final class BufferEvacuation {
         }
         moved.setIndex(buffer.readerIndex(), buffer.writerIndex());
         if (root.refCnt() > 1) {
-            evacuation.heldByReaders(); // others retained it: its memory waits for them
+            evacuation.heldByReaders(old); // others retained it: its chunk waits for them, closed to new memory
         }
         return moved;
     }
@@ -101,6 +105,18 @@ public final class BufferEvacuation {
     /** Counts a buffer the owner keeps in place because it is in use now. */
     public void refused() {
         evacuation.refused();
+    }
+
+    /** The pool memory under a buffer this evacuation contains: its allocation, or a payload's parts. */
+    private static List<Allocation> memoryOf(ByteBuf root) {
+        if (root instanceof SlabwiseDirectByteBuf) {
+            return List.of(((SlabwiseDirectByteBuf) root).allocation());
+        }
+        List<Allocation> parts = new ArrayList<>();
+        for (ByteBuf component : (CompositeByteBuf) root) {
+            parts.add(((SlabwiseDirectByteBuf) root(component)).allocation());
+        }
+        return parts;
     }
 
     private ByteBuf moveDirect(SlabwiseDirectByteBuf old) {
@@ -133,10 +149,16 @@ public final class BufferEvacuation {
                 moved, allocator.nativeAccess()));
     }
 
-    /** The buffer under the leak detector's wrappers. */
+    /**
+     * The buffer under the leak detector's wrappers (and duplicates, which
+     * show all of it); a slice is its own root, so it is never an entry.
+     */
     private static ByteBuf root(ByteBuf buffer) {
         ByteBuf b = buffer;
         while (!(b instanceof SlabwiseDirectByteBuf) && !(b instanceof CompositeByteBuf) && b.unwrap() != null) {
+            if (b.capacity() != b.unwrap().capacity()) {
+                return b; // a slice: its bytes are not the entry's
+            }
             b = b.unwrap();
         }
         return b;

@@ -200,6 +200,7 @@ public final class BlockCache implements AutoCloseable {
     private void relocate(BufferEvacuation evacuation) {
         if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
             relocationsSkipped.incrementAndGet();
+            evacuation.refused(); // tells the pool its entries may still move later
             return;
         }
         try {
