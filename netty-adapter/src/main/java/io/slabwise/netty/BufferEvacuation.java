@@ -102,7 +102,12 @@ public final class BufferEvacuation {
         return moved;
     }
 
-    /** Counts a buffer the owner keeps in place because it is in use now. */
+    /**
+     * Counts a buffer the owner keeps in place because it is in use now; an
+     * owner that cannot look at its buffers this time (its lock is busy)
+     * calls it once, so the pool does not take their chunks for chunks with
+     * nothing movable.
+     */
     public void refused() {
         evacuation.refused();
     }

@@ -10,7 +10,10 @@ package io.slabwise.netty;
  *
  * <pre>{@code
  * allocator.setRelocator("log_cache", evacuation -> {
- *     if (!lock.tryLock()) return;                    // never wait: it may run inside an allocation
+ *     if (!lock.tryLock()) {                          // never wait: it may run inside an allocation
+ *         evacuation.refused();                       // say the entries could not be looked at this time
+ *         return;
+ *     }
  *     try {
  *         for (Entry e : entries) {
  *             if (!evacuation.budgetLeft()) break;
