@@ -1,5 +1,6 @@
 package io.slabwise.benchmarks.simulator;
 
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,14 +12,15 @@ import java.util.concurrent.atomic.LongAdder;
  * its owners ({@link Owner}).
  *
  * <ul>
- *   <li>{@code byOwners}: each owner looks every time it has released
- *       {@link #STEP_FRACTION} of its bound, and (the phase-shifting owner)
- *       after each phase's frees, and if the pool's committed bytes are more
- *       than {@code compactAbove} times its reserved bytes, it calls
- *       {@code compact(maxOccupancy, no budget)} itself, on its own thread;
- *       else only the pool's background compaction (if it has a budget) or
- *       the ceiling's compacts, and the owners only register their
- *       relocators.</li>
+ *   <li>{@code byOwners}: the phase-shifting owner, whose objects are
+ *       scattered over the general pool, looks every time it has released
+ *       {@link #STEP_FRACTION} of its target and after each phase's frees,
+ *       and if the pool's committed bytes are more than {@code compactAbove}
+ *       times its reserved bytes, it calls {@code compact(maxOccupancy, no
+ *       budget)} itself, on its own thread. The caches only answer (see
+ *       {@link Owner#answering}). Without it, only the pool's background
+ *       compaction (if it has a budget) or the ceiling's compacts, and the
+ *       owners only register their relocators.</li>
  *   <li>{@code maxOccupancy}: chunks used at most this fraction of their size
  *       are emptied by an owner's compaction (the pool's background and
  *       ceiling compactions use their own, one half).</li>
@@ -26,7 +28,7 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class Compacting {
 
-    /** The part of its bound an owner releases between two of its compactions. */
+    /** The part of its bound an owner releases between two looks at whether to compact. */
     static final double STEP_FRACTION = 1.0 / 8;
 
     private final boolean byOwners;
@@ -41,6 +43,8 @@ final class Compacting {
     /** Each owner's relocator calls that walked its entries, and the time they took (moves included), by category. */
     private final Map<String, LongAdder> walks = new ConcurrentHashMap<>();
     private final Map<String, LongAdder> walkNanos = new ConcurrentHashMap<>();
+    /** Each owner's walks that found none of its entries in the chunks being emptied, by category. */
+    private final Map<String, LongAdder> fruitlessWalks = new ConcurrentHashMap<>();
 
     Compacting(boolean byOwners, double maxOccupancy, double compactAbove) {
         if (!(maxOccupancy >= 0 && maxOccupancy < 1)) {
@@ -79,21 +83,30 @@ final class Compacting {
         movedBytes.computeIfAbsent(category, c -> new LongAdder()).add(bytes);
     }
 
-    void countWalk(String category, long nanos) {
+    void countWalk(String category, long nanos, boolean fruitless) {
         walks.computeIfAbsent(category, c -> new LongAdder()).increment();
         walkNanos.computeIfAbsent(category, c -> new LongAdder()).add(nanos);
+        if (fruitless) {
+            fruitlessWalks.computeIfAbsent(category, c -> new LongAdder()).increment();
+        }
     }
 
     /**
      * What each owner did, by category: its relocator calls that walked its
-     * entries, the milliseconds they took (moves included), the MiB it moved.
+     * entries, how many of them found none of its entries to move, the
+     * milliseconds they took (moves included), the MiB it moved.
      */
     String byOwner() {
         Map<String, String> owners = new TreeMap<>();
-        walks.forEach((category, calls) -> owners.put(category, String.format(java.util.Locale.ROOT,
-                "%d walks %d ms moved %d MiB", calls.sum(), walkNanos.get(category).sum() / 1_000_000,
-                movedBytes.getOrDefault(category, new LongAdder()).sum() >> 20)));
+        walks.forEach((category, calls) -> owners.put(category, String.format(Locale.ROOT,
+                "%d walks (%d found nothing) %d ms, moved %d MiB", calls.sum(), sum(fruitlessWalks, category),
+                sum(walkNanos, category) / 1_000_000, sum(movedBytes, category) >> 20)));
         return owners.toString();
+    }
+
+    private static long sum(Map<String, LongAdder> counters, String category) {
+        LongAdder counter = counters.get(category);
+        return counter == null ? 0 : counter.sum();
     }
 
     long ownerBusy() {

@@ -57,7 +57,7 @@ final class FifoLogCacheWorkload implements Workload {
     @Override
     public void run(BufferSource source, Samples samples) throws InterruptedException {
         Random random = new Random(settings.seed());
-        Owner owner = Owner.of(source, compacting, settings.cacheBytes());
+        Owner owner = Owner.compacting(source, compacting, settings.cacheBytes());
         ArrayDeque<ByteBuf> cache = new ArrayDeque<>();
         owner.register(BufferSource.LOG_CACHE, evacuation -> {
             long total = 0;

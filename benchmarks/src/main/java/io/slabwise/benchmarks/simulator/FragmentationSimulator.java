@@ -141,7 +141,7 @@ public final class FragmentationSimulator {
         long backgroundBytesPerSecond = !background ? 0
                 : Long.parseLong(options.getOrDefault("compaction-mib-per-second", "1024")) << 20;
         double compactOccupancy = Double.parseDouble(options.getOrDefault("compact-occupancy", "0.5"));
-        double compactAbove = Double.parseDouble(options.getOrDefault("compact-above", "1.05"));
+        double compactAbove = Double.parseDouble(options.getOrDefault("compact-above", "1.10"));
         new Compacting(ownersCompact, compactOccupancy, compactAbove); // fail on a bad figure before any run
         List<String> workloads = new ArrayList<>();
         for (String w : options.getOrDefault("workloads", DEFAULT_WORKLOADS).split(",")) {

@@ -74,7 +74,7 @@ final class LruBlockCacheWorkload implements Workload {
         for (int k = 0; k < keys; k++) {
             sizes[k] = Distributions.logUniform(sizing, MIN_BLOCK, MAX_BLOCK);
         }
-        Owner owner = Owner.of(source, compacting, settings.cacheBytes());
+        Owner owner = Owner.compacting(source, compacting, settings.cacheBytes());
         LinkedHashMap<Integer, ByteBuf> cache = new LinkedHashMap<>(keys, 0.75f, true);
         owner.register(BufferSource.BLOCK_CACHE, evacuation -> {
             long total = 0;

@@ -42,6 +42,8 @@ final class Owner {
     private final long step;
     private String category;
     private long releasedSinceCompaction;
+    /** Entries the current walk found in chunks being emptied; guarded by the lock. */
+    private long contained;
 
     private Owner(BufferSource source, Relocation relocation, Compacting compacting, long step) {
         this.source = source;
@@ -51,15 +53,29 @@ final class Owner {
     }
 
     /**
-     * The owner of a workload's buffers on {@code source}.
+     * The owner of a workload's buffers on {@code source}, which compacts by
+     * itself (when the run's owners do) as it releases them.
      *
      * @param compacting how the run compacts; null for a workload that does not move its buffers
-     * @param bound      what the owner holds at most: it compacts after releasing {@link Compacting#STEP_FRACTION} of it
+     * @param bound      what the owner holds at most: it looks after releasing {@link Compacting#STEP_FRACTION} of it
      */
-    static Owner of(BufferSource source, Compacting compacting, long bound) {
+    static Owner compacting(BufferSource source, Compacting compacting, long bound) {
         Optional<Relocation> relocation = compacting == null ? Optional.empty() : source.relocation();
         return new Owner(source, relocation.orElse(null), compacting,
                 Math.max(1, (long) (bound * Compacting.STEP_FRACTION)));
+    }
+
+    /**
+     * The owner of a workload's buffers on {@code source} that moves them when
+     * a compaction asks but never asks for one: a cache on an allocator made
+     * for its pattern (the sequential allocator, the block pool), whose memory
+     * hardly fragments, so it has no reason to.
+     *
+     * @param compacting how the run compacts; null for a workload that does not move its buffers
+     */
+    static Owner answering(BufferSource source, Compacting compacting) {
+        Optional<Relocation> relocation = compacting == null ? Optional.empty() : source.relocation();
+        return new Owner(source, relocation.orElse(null), compacting, Long.MAX_VALUE);
     }
 
     /** Whether this owner's buffers can move. */
@@ -82,11 +98,13 @@ final class Owner {
                 return;
             }
             long start = System.nanoTime();
+            contained = 0;
             try {
                 walk.accept(evacuation);
             } finally {
+                boolean fruitless = contained == 0;
                 lock.unlock();
-                compacting.countWalk(category, System.nanoTime() - start);
+                compacting.countWalk(category, System.nanoTime() - start, fruitless);
             }
         });
     }
@@ -127,7 +145,7 @@ final class Owner {
      */
     void compactNow() {
         releasedSinceCompaction = 0;
-        if (relocation != null && compacting.byOwners()
+        if (relocation != null && step != Long.MAX_VALUE && compacting.byOwners()
                 && source.committedBytes() > compacting.compactAbove() * source.reservedBytes()) {
             compacting.countOwnerCompaction();
             relocation.compact(compacting.maxOccupancy(), Long.MAX_VALUE);
@@ -141,6 +159,7 @@ final class Owner {
      */
     void keep(BufferEvacuation evacuation, ByteBuf buffer) {
         if (evacuation.contains(buffer)) {
+            contained++;
             evacuation.refused();
         }
     }
@@ -154,6 +173,7 @@ final class Owner {
         if (!evacuation.contains(buffer)) {
             return buffer;
         }
+        contained++;
         ByteBuf copy = evacuation.move(buffer);
         if (copy == null) {
             return buffer;

@@ -83,7 +83,7 @@ final class PhaseShiftWorkload implements Workload {
     @Override
     public void run(BufferSource source, Samples samples) throws InterruptedException {
         Random random = new Random(seed + 3);
-        Owner owner = Owner.of(source, compacting, target);
+        Owner owner = Owner.compacting(source, compacting, target);
         List<ByteBuf> survivors = new ArrayList<>();
         List<ByteBuf> born = new ArrayList<>();
         owner.register(BufferSource.PHASE, evacuation -> {
