@@ -12,15 +12,15 @@ import java.util.concurrent.atomic.LongAdder;
  * its owners ({@link Owner}).
  *
  * <ul>
- *   <li>{@code byOwners}: the phase-shifting owner, whose objects are
- *       scattered over the general pool, looks every time it has released
- *       {@link #STEP_FRACTION} of its target and after each phase's frees,
- *       and if the pool's committed bytes are more than {@code compactAbove}
- *       times its reserved bytes, it calls {@code compact(maxOccupancy, no
- *       budget)} itself, on its own thread. The caches only answer (see
- *       {@link Owner#answering}). Without it, only the pool's background
- *       compaction (if it has a budget) or the ceiling's compacts, and the
- *       owners only register their relocators.</li>
+ *   <li>{@code byOwners}: each owner looks every time it has released
+ *       {@link #STEP_FRACTION} of its bound (the phase-shifting owner also
+ *       after each phase's frees), and if the pool's committed bytes are
+ *       more than {@code compactAbove} times its reserved bytes, it calls
+ *       {@code compact(maxOccupancy, no budget)} itself, on its own thread:
+ *       in the mix, whichever owner looks first compacts for all. Without it,
+ *       only the pool's background compaction (if it has a budget) or the
+ *       ceiling's compacts, and the owners only register their
+ *       relocators.</li>
  *   <li>{@code maxOccupancy}: chunks used at most this fraction of their size
  *       are emptied by an owner's compaction (the pool's background and
  *       ceiling compactions use their own, one half).</li>

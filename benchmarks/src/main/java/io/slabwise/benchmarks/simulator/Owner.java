@@ -65,19 +65,6 @@ final class Owner {
                 Math.max(1, (long) (bound * Compacting.STEP_FRACTION)));
     }
 
-    /**
-     * The owner of a workload's buffers on {@code source} that moves them when
-     * a compaction asks but never asks for one: a cache on an allocator made
-     * for its pattern (the sequential allocator, the block pool), whose memory
-     * hardly fragments, so it has no reason to.
-     *
-     * @param compacting how the run compacts; null for a workload that does not move its buffers
-     */
-    static Owner answering(BufferSource source, Compacting compacting) {
-        Optional<Relocation> relocation = compacting == null ? Optional.empty() : source.relocation();
-        return new Owner(source, relocation.orElse(null), compacting, Long.MAX_VALUE);
-    }
-
     /** Whether this owner's buffers can move. */
     boolean moves() {
         return relocation != null;
@@ -145,7 +132,7 @@ final class Owner {
      */
     void compactNow() {
         releasedSinceCompaction = 0;
-        if (relocation != null && step != Long.MAX_VALUE && compacting.byOwners()
+        if (relocation != null && compacting.byOwners()
                 && source.committedBytes() > compacting.compactAbove() * source.reservedBytes()) {
             compacting.countOwnerCompaction();
             relocation.compact(compacting.maxOccupancy(), Long.MAX_VALUE);
