@@ -85,11 +85,6 @@ enum AllocatorUnderTest {
                 + "': use slabwise, slabwise-dropin, pooled, adaptive or adaptive-shared");
     }
 
-    /** A new source of this kind with no ceiling and no background compaction. */
-    BufferSource create() {
-        return create(Long.MAX_VALUE, 0);
-    }
-
     /**
      * A new source; for Slabwise, {@code maxMemory} is its ceiling (caches get
      * null at the ceiling and evict, network buffers wait) and

@@ -40,7 +40,9 @@ final class Owner {
     private final Relocation relocation;
     private final Compacting compacting;
     private final long step;
-    private String category;
+    /** The category of the owner's buffers, set once at registration. */
+    private volatile String category;
+    private boolean registered;
     private long releasedSinceCompaction;
     /** Entries the current walk found in chunks being emptied; guarded by the lock. */
     private long contained;
@@ -65,11 +67,6 @@ final class Owner {
                 Math.max(1, (long) (bound * Compacting.STEP_FRACTION)));
     }
 
-    /** Whether this owner's buffers can move. */
-    boolean moves() {
-        return relocation != null;
-    }
-
     /**
      * Registers the relocator of {@code category}: under the lock, unless busy,
      * {@code walk} moves the contained entries (with {@link #moved}).
@@ -79,6 +76,7 @@ final class Owner {
             return;
         }
         this.category = category;
+        registered = true;
         relocation.setRelocator(category, evacuation -> {
             if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
                 compacting.countBusy(); // never wait: this may run inside the owner's own allocation
@@ -96,11 +94,14 @@ final class Owner {
         });
     }
 
-    /** Removes the relocator, once the owner holds nothing. */
+    /**
+     * Removes the relocator, once the owner holds nothing. A compaction under
+     * way may still call it, and finds nothing to move.
+     */
     void unregister() {
-        if (category != null) {
+        if (category != null && registered) {
             relocation.setRelocator(category, null);
-            category = null;
+            registered = false;
         }
     }
 
