@@ -5,11 +5,15 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.slabwise.CompactionStats;
 import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryLimitException;
 import io.slabwise.netty.BlockByteBufAllocator;
+import io.slabwise.netty.BufferRelocator;
 import io.slabwise.netty.SequentialByteBufAllocator;
 import io.slabwise.netty.SlabwiseAllocator;
+
+import java.util.Optional;
 
 /**
  * The allocators the simulator compares. A fresh instance is made for every
@@ -19,12 +23,15 @@ import io.slabwise.netty.SlabwiseAllocator;
  * <ul>
  *   <li>{@code slabwise}: each workload on its dedicated strategy: log records
  *       from the sequential allocator (category {@code log_cache}), cache blocks
- *       from the block pool ({@code block_cache}), the phase-shifting mix and
- *       network buffers from {@code SlabwiseAllocator.directBuffer} (the
- *       general pool). Committed and reserved bytes are the pool's own
- *       counters, the same figures as {@code stats().committedBytes()} and
+ *       from the block pool ({@code block_cache}), the phase-shifting mix from
+ *       {@code forCategory("phase")} and network buffers from
+ *       {@code SlabwiseAllocator.directBuffer} (both the general pool).
+ *       Committed and reserved bytes are the pool's own counters, the same
+ *       figures as {@code stats().committedBytes()} and
  *       {@code stats().reservedBytes()} without taking a full snapshot at
- *       every sample.</li>
+ *       every sample. The only source that can move buffers: it offers the
+ *       {@code -moving} workloads a {@link Relocation}, and with a background
+ *       budget its pool compacts once a second on its own.</li>
  *   <li>{@code slabwise-dropin}: Slabwise as a user who only sets
  *       {@code ChannelOption.ALLOCATOR} gets it: every buffer of every
  *       workload, cache entries included, from
@@ -78,19 +85,16 @@ enum AllocatorUnderTest {
                 + "': use slabwise, slabwise-dropin, pooled, adaptive or adaptive-shared");
     }
 
-    /** A new source of this kind with no ceiling. */
-    BufferSource create() {
-        return create(Long.MAX_VALUE);
-    }
-
     /**
      * A new source; for Slabwise, {@code maxMemory} is its ceiling (caches get
-     * null at the ceiling and evict, network buffers wait).
+     * null at the ceiling and evict, network buffers wait) and
+     * {@code compactionBytesPerSecond} the budget of its background compaction
+     * (0: none). The other allocators have neither.
      */
-    BufferSource create(long maxMemory) {
+    BufferSource create(long maxMemory, long compactionBytesPerSecond) {
         switch (this) {
             case slabwise:
-                return new SlabwiseSource(maxMemory);
+                return new SlabwiseSource(maxMemory, compactionBytesPerSecond);
             case dropin:
                 if (maxMemory != Long.MAX_VALUE) {
                     throw new IllegalArgumentException("the drop-in mode runs without a ceiling");
@@ -105,23 +109,24 @@ enum AllocatorUnderTest {
         }
     }
 
-    /** Slabwise with a strategy per kind of buffer. */
-    private static final class SlabwiseSource implements BufferSource {
+    /** Slabwise with a strategy per kind of buffer; owners may move theirs. */
+    private static final class SlabwiseSource implements BufferSource, Relocation {
         private final SlabwiseAllocator allocator;
         private final SequentialByteBufAllocator log;
         private final BlockByteBufAllocator blocks;
 
-        SlabwiseSource(long maxMemory) {
-            SlabwiseAllocator.Builder builder = SlabwiseAllocator.builder();
+        SlabwiseSource(long maxMemory, long compactionBytesPerSecond) {
+            SlabwiseAllocator.Builder builder = SlabwiseAllocator.builder()
+                    .compactionBytesPerSecond(compactionBytesPerSecond);
             if (maxMemory != Long.MAX_VALUE) {
                 builder.maxMemory(maxMemory)
-                        .categoryPolicy("log_cache", LimitPolicy.RETURN_NULL)
-                        .categoryPolicy("block_cache", LimitPolicy.RETURN_NULL)
+                        .categoryPolicy(LOG_CACHE, LimitPolicy.RETURN_NULL)
+                        .categoryPolicy(BLOCK_CACHE, LimitPolicy.RETURN_NULL)
                         .limitPolicy(LimitPolicy.WAIT);
             }
             allocator = builder.build();
-            log = allocator.sequential("log_cache");
-            blocks = allocator.blocks("block_cache");
+            log = allocator.sequential(LOG_CACHE);
+            blocks = allocator.blocks(BLOCK_CACHE);
         }
 
         @Override
@@ -144,6 +149,35 @@ enum AllocatorUnderTest {
         }
 
         @Override
+        public ByteBuf generalBuffer(String category, int size) {
+            try {
+                return allocator.forCategory(category).directBuffer(size);
+            } catch (MemoryLimitException e) {
+                return null;
+            }
+        }
+
+        @Override
+        public Optional<Relocation> relocation() {
+            return Optional.of(this);
+        }
+
+        @Override
+        public void setRelocator(String category, BufferRelocator relocator) {
+            allocator.setRelocator(category, relocator);
+        }
+
+        @Override
+        public CompactionStats compact(double maxOccupancy, long maxBytesToMove) {
+            return allocator.pool().compact(maxOccupancy, maxBytesToMove);
+        }
+
+        @Override
+        public CompactionStats totals() {
+            return allocator.pool().compactionTotals();
+        }
+
+        @Override
         public long committedBytes() {
             return allocator.pool().committedBytes();
         }
@@ -163,7 +197,8 @@ enum AllocatorUnderTest {
 
         @Override
         public String report() {
-            return allocator.stats().report() + "  " + log.stats() + "\n  " + blocks.stats() + "\n";
+            return allocator.stats().report() + "  " + log.stats() + "\n  " + blocks.stats() + "\n  "
+                    + allocator.pool().compactionTotals() + "\n";
         }
     }
 

@@ -16,6 +16,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Slabwise serves it from its sequential allocator; Netty's allocators from
  * {@code directBuffer}. Under a ceiling (a null buffer) it evicts more, and
  * with nothing left to evict it waits (see {@link Backpressure}).
+ *
+ * <p>In {@code mix-moving} it owns its records as their {@link Owner}: its
+ * relocator moves records out of the sequential allocator's pinned chunks
+ * (on Slabwise, category {@link BufferSource#LOG_CACHE}), except the older
+ * half of the cache's bytes, which it evicts next: it leaves those in place.
+ * In a log cache that evicts strictly oldest first, a chunk thins out only as
+ * its oldest records go, so this keeps nearly every record in place; moving
+ * them (as a first version did) copied records only to evict them soon after.
  */
 final class FifoLogCacheWorkload implements Workload {
 
@@ -26,10 +34,14 @@ final class FifoLogCacheWorkload implements Workload {
     private final AtomicLong live;
     private final FinishLine finish;
 
-    FifoLogCacheWorkload(Settings settings, AtomicLong live, FinishLine finish) {
+    private final Compacting compacting;
+
+    /** @param compacting how the cache moves its records as their owner; null: they never move */
+    FifoLogCacheWorkload(Settings settings, AtomicLong live, FinishLine finish, Compacting compacting) {
         this.settings = settings;
         this.live = live;
         this.finish = finish;
+        this.compacting = compacting;
     }
 
     @Override
@@ -45,44 +57,73 @@ final class FifoLogCacheWorkload implements Workload {
     @Override
     public void run(BufferSource source, Samples samples) throws InterruptedException {
         Random random = new Random(settings.seed());
+        Owner owner = Owner.compacting(source, compacting, settings.cacheBytes());
         ArrayDeque<ByteBuf> cache = new ArrayDeque<>();
+        owner.register(BufferSource.LOG_CACHE, evacuation -> {
+            long total = 0;
+            for (ByteBuf buf : cache) {
+                total += buf.capacity();
+            }
+            long older = 0; // bytes of the records before this one: the ones evicted before it
+            for (int i = 0, n = cache.size(); i < n; i++) { // one turn round the deque keeps its order
+                ByteBuf buf = cache.pollFirst();
+                if (older < total / 2) {
+                    owner.keep(evacuation, buf); // among the next to be evicted: copying it would be wasted
+                    cache.addLast(buf);
+                } else {
+                    cache.addLast(evacuation.budgetLeft() ? owner.moved(evacuation, buf) : buf);
+                }
+                older += buf.capacity();
+            }
+        });
         long cached = 0;
         long written = 0;
         while (written < settings.trafficBytes()) {
             int size = Distributions.logUniform(random, MIN_RECORD, MAX_RECORD);
-            while (cached + size > settings.cacheBytes() && !cache.isEmpty()) {
-                cached -= evict(cache, source, samples);
+            while (cached + size > settings.cacheBytes() && cached > 0) { // its own count: the deque is read under the lock
+                cached -= evict(cache, owner, source, samples);
             }
             ByteBuf buf = source.logBuffer(size);
             while (buf == null) {
-                if (cache.isEmpty()) {
+                if (cached == 0) {
                     buf = Backpressure.retry(() -> source.logBuffer(size), size); // others hold the memory: wait
                     break;
                 }
-                cached -= evict(cache, source, samples);
+                cached -= evict(cache, owner, source, samples);
                 buf = source.logBuffer(size);
             }
             buf.setByte(0, 1).setByte(size - 1, 1).writerIndex(size);
+            owner.lock();
             cache.addLast(buf);
+            owner.unlock();
             cached += size;
             live.addAndGet(size);
             written += size;
             samples.operation(source);
         }
         finish.arrive(source, samples);
-        for (ByteBuf buf : cache) {
-            live.addAndGet(-buf.capacity());
-            buf.release();
+        owner.lock();
+        try {
+            for (ByteBuf buf : cache) {
+                live.addAndGet(-buf.capacity());
+                buf.release();
+            }
+            cache.clear();
+        } finally {
+            owner.unlock();
         }
-        cache.clear();
+        owner.unregister();
     }
 
-    private int evict(ArrayDeque<ByteBuf> cache, BufferSource source, Samples samples) {
+    private int evict(ArrayDeque<ByteBuf> cache, Owner owner, BufferSource source, Samples samples) {
+        owner.lock();
         ByteBuf oldest = cache.pollFirst();
+        owner.unlock();
         int size = oldest.capacity();
         live.addAndGet(-size);
         oldest.release();
         samples.operation(source);
+        owner.released(size);
         return size;
     }
 }

@@ -20,6 +20,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * The {@code broker} variant leaves out the phase thread: the two caches on
  * their dedicated allocators and network buffers on the general one, which is
  * what a broker holds when it keeps no other long-lived data in direct memory.
+ * The {@code mix-moving} variant is the mix whose three owners of long-lived
+ * buffers (the log cache, the block cache, the phase thread) move them when a
+ * compaction asks (see {@link Owner}); the network buffers never move.
  *
  * The operations counted (and the samples' x axis) are the two caches'
  * allocations and releases, whose sequence is fixed by the seed; requested
@@ -32,17 +35,24 @@ final class MixedWorkload implements Workload {
     private final Settings settings;
     private final AtomicLong live;
     private final boolean withPhase;
+    private final Compacting compacting;
 
-    /** @param withPhase whether a phase-shifting thread runs beside the caches and the network ({@code mix}) or not ({@code broker}) */
-    MixedWorkload(Settings settings, AtomicLong live, boolean withPhase) {
+    /**
+     * @param withPhase  whether a phase-shifting thread runs beside the caches and the network ({@code mix}) or not
+     *                   ({@code broker})
+     * @param compacting how the owners of long-lived buffers (the two caches, the phase thread) move them; null: they
+     *                   never move
+     */
+    MixedWorkload(Settings settings, AtomicLong live, boolean withPhase, Compacting compacting) {
         this.settings = settings;
         this.live = live;
         this.withPhase = withPhase;
+        this.compacting = compacting;
     }
 
     @Override
     public String name() {
-        return withPhase ? "mix" : "broker";
+        return (withPhase ? "mix" : "broker") + (compacting == null ? "" : "-moving");
     }
 
     @Override
@@ -52,7 +62,8 @@ final class MixedWorkload implements Workload {
 
     private List<Workload> caches(FinishLine finish) {
         Settings half = settings.scaled(settings.trafficBytes() / 2, settings.cacheBytes() / 2);
-        return List.of(new FifoLogCacheWorkload(half, live, finish), new LruBlockCacheWorkload(half, live, finish));
+        return List.of(new FifoLogCacheWorkload(half, live, finish, compacting),
+                new LruBlockCacheWorkload(half, live, finish, compacting));
     }
 
     @Override
@@ -65,8 +76,8 @@ final class MixedWorkload implements Workload {
         }
         if (withPhase) {
             Settings quarter = settings.scaled(0, settings.cacheBytes() / 4);
-            threads.add(start(new PhaseShiftWorkload(quarter, Integer.MAX_VALUE, finish::passed, live, null), source,
-                    Samples.uncounted("phase", live), finish, failure));
+            Workload phase = new PhaseShiftWorkload(quarter, Integer.MAX_VALUE, finish::passed, live, null, compacting);
+            threads.add(start(phase, source, Samples.uncounted("phase", live), finish, failure));
         }
         threads.add(start(new NetworkWorkload(settings, finish::passed, live), source,
                 Samples.uncounted("network", live), finish, failure));

@@ -16,10 +16,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code K}-th operation takes a sample:
  *
  * <pre>
- *  operations  requested   reserved   committed   resident
- *  (so far)    (live       (allocator (allocator  (VmRSS of
- *              payloads)    says, or   holds from  the whole
- *                           n/a)       the OS)     JVM)
+ *  operations  requested   reserved   committed   resident   moved
+ *  (so far)    (live       (allocator (allocator  (VmRSS of  (bytes the allocator's
+ *              payloads)    says, or   holds from  the whole  compactions copied so
+ *                           n/a)       the OS)     JVM)       far, or n/a)
  * </pre>
  *
  * Requested bytes are counted by the workloads themselves (the sum of the
@@ -31,8 +31,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class Samples {
 
-    /** One sample; {@code reserved} is -1 when the allocator does not say. */
-    record Sample(long operations, long requested, long reserved, long committed, long resident) {
+    /** One sample; {@code reserved} and {@code moved} are -1 when the allocator does not say (cannot move). */
+    record Sample(long operations, long requested, long reserved, long committed, long resident, long moved) {
         /** committed/requested, NaN while nothing is requested. */
         double overhead() {
             return requested <= 0 ? Double.NaN : (double) committed / requested;
@@ -101,6 +101,7 @@ final class Samples {
         long reserved = source.reservedBytes();
         long committed = source.committedBytes();
         long resident = Resident.bytes();
+        long moved = source.relocation().map(r -> r.totals().movedBytes()).orElse(-1L);
         boolean newPeak;
         synchronized (this) {
             newPeak = committed > peakReported;
@@ -117,7 +118,7 @@ final class Samples {
             while (at > 0 && samples.get(at - 1).operations() > n) {
                 at--;
             }
-            samples.add(at, new Sample(n, live, reserved, committed, resident));
+            samples.add(at, new Sample(n, live, reserved, committed, resident, moved));
         }
     }
 
@@ -216,14 +217,17 @@ final class Samples {
         return samples.isEmpty() ? 0 : samples.get(samples.size() - 1).operations();
     }
 
-    /** Writes the samples as CSV; an allocator that does not report reserved bytes gets {@code n/a}. */
+    /**
+     * Writes the samples as CSV; an allocator that does not report reserved
+     * bytes, or cannot move buffers, gets {@code n/a} there.
+     */
     synchronized void writeCsv(Path file) throws IOException {
         try (PrintWriter out = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
-            out.println("operations,requested,reserved,committed,resident,committed_over_requested");
+            out.println("operations,requested,reserved,committed,resident,committed_over_requested,moved");
             for (Sample s : samples) {
-                out.printf(Locale.ROOT, "%d,%d,%s,%d,%d,%.4f%n", s.operations(), s.requested(),
+                out.printf(Locale.ROOT, "%d,%d,%s,%d,%d,%.4f,%s%n", s.operations(), s.requested(),
                         s.reserved() < 0 ? "n/a" : Long.toString(s.reserved()), s.committed(), s.resident(),
-                        s.overhead());
+                        s.overhead(), s.moved() < 0 ? "n/a" : Long.toString(s.moved()));
             }
         }
     }
