@@ -208,8 +208,10 @@ final class Arena {
      */
     private Subpage subpageWithFree(int sizeIndex, boolean mayCreate) {
         Subpage subpage = subpageHeads[sizeIndex];
-        while (subpage != null && subpage.chunk.evacuating) {
-            subpage = subpage.next; // only while a compaction runs
+        while (subpage != null && subpage.chunk.evacuating) { // only while a compaction runs
+            Subpage next = subpage.next;
+            unlinkSubpage(subpage); // set aside until its chunk's evacuation ends: skipped once, not at every allocation
+            subpage = next;
         }
         if (subpage == null && mayCreate) {
             int runPages = sizes.subpageRunPages(sizeIndex);
@@ -323,7 +325,7 @@ final class Arena {
             subpage.free(Chunk.element(handle));
             chunk.usedBytes -= subpage.elementSize;
             usedBytes -= subpage.elementSize;
-            if (!subpage.linked) {
+            if (!subpage.linked && !chunk.evacuating) {
                 linkSubpage(subpage); // it was full; with a single element it is now empty as well
             }
             if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
@@ -346,7 +348,9 @@ final class Arena {
     }
 
     private void releaseSubpage(Subpage subpage) {
-        unlinkSubpage(subpage);
+        if (subpage.linked) {
+            unlinkSubpage(subpage);
+        }
         subpage.chunk.setSubpage(subpage.runStart, null);
         subpage.chunk.freeRun(subpage.runStart, subpage.runPages);
     }
@@ -521,8 +525,24 @@ final class Arena {
         if (chunk.evacuating) {
             committed.evacuating(chunk.region, false);
             chunk.evacuating = false;
+            relinkSubpages(chunk);
         }
         return false;
+    }
+
+    /** Lists again the subpages with room of a chunk whose evacuation ended: they were set aside meanwhile. */
+    private void relinkSubpages(Chunk chunk) {
+        for (int page = 0; page < chunk.pages && chunk.subpageCount > 0; ) {
+            Subpage subpage = chunk.subpageAt(page);
+            if (subpage != null) {
+                page += subpage.runPages;
+                if (!subpage.linked && subpage.hasFree()) {
+                    linkSubpage(subpage);
+                }
+            } else {
+                page++;
+            }
+        }
     }
 
     /** Chunks with nothing allocated. */

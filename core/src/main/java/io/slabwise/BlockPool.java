@@ -271,7 +271,7 @@ public final class BlockPool {
     /** A block cut into sub-blocks ({@code region}) as a compaction's victim. */
     private Compaction.Victim sparseBlock(SlotRegion region, long used, Compaction.Destination destination) {
         Chunk block = region.memory.chunk;
-        return new Compaction.Victim(block, used, destination) {
+        return new Compaction.Victim(block, used, destination, category) {
             @Override
             boolean start() {
                 chunks.evacuateBlock(block, true);

@@ -80,11 +80,14 @@ final class Compaction {
         final Chunk chunk;
         final long usedBytes;
         final Destination destination;
+        /** The one category whose entries it holds (a sequential chunk, a block); null for a general-pool chunk. */
+        final Category category;
 
-        Victim(Chunk chunk, long usedBytes, Destination destination) {
+        Victim(Chunk chunk, long usedBytes, Destination destination, Category category) {
             this.chunk = chunk;
             this.usedBytes = usedBytes;
             this.destination = destination;
+            this.category = category;
         }
 
         /** Marks it; false when it emptied meanwhile (nothing to move). */
@@ -121,6 +124,8 @@ final class Compaction {
     private final ReentrantLock running = new ReentrantLock();
     /** Arena chunks evacuated in vain: their used bytes then, and the compaction's number; under {@link #running}. */
     private final Map<Chunk, long[]> fruitless = new WeakHashMap<>();
+    /** The relocatable categories with memory in the general pool when the last choice was made; under {@link #running}. */
+    private Set<Category> generalCategories = Set.of();
     /** Compactions that chose anything; under {@link #running}. */
     private long compactions;
     /**
@@ -227,7 +232,11 @@ final class Compaction {
         RuntimeException failure = null;
         try {
             flushCaches();
+            Set<Category> holding = categoriesHeldBy(started);
             for (Map.Entry<Category, Relocator> owner : relocators.entrySet()) {
+                if (!holding.contains(owner.getKey())) {
+                    continue; // no chunk being emptied holds its entries: its walk would find nothing
+                }
                 Evacuation evacuation = new Evacuation(this, owner.getKey(), maxBytesToMove - moved);
                 try {
                     owner.getValue().relocate(evacuation);
@@ -294,7 +303,8 @@ final class Compaction {
     private List<Victim> choose(double maxOccupancy, long maxBytesToMove) {
         List<Victim> candidates = new ArrayList<>();
         long maxUsedInChunk = (long) (maxOccupancy * chunkSize);
-        if (relocatableInGeneralPool()) { // else marking general chunks would only make other categories' traffic pay
+        generalCategories = relocatableInGeneralPool();
+        if (!generalCategories.isEmpty()) { // else marking general chunks would only make other categories' traffic pay
             Destination general = new Destination(chunkSize, 0);
             for (Arena arena : arenas) {
                 List<Chunk> sparse = new ArrayList<>();
@@ -360,15 +370,29 @@ final class Compaction {
         return seen != null && seen[0] == usedBytes && compactions - seen[1] < FRUITLESS_COMPACTIONS;
     }
 
-    /** Whether a category with a relocator has live memory in the general pool (not carved by a cache allocator). */
-    private boolean relocatableInGeneralPool() {
+    /** The categories with a relocator that have live memory in the general pool (not carved by a cache allocator). */
+    private Set<Category> relocatableInGeneralPool() {
         ThreadCaches.Snapshot now = counters.get();
+        Set<Category> general = new HashSet<>();
         for (Category category : relocators.keySet()) {
             if (now.reserved(category.id) > now.carved(category.id)) {
-                return true;
+                general.add(category);
             }
         }
-        return false;
+        return general;
+    }
+
+    /** The categories whose entries the victims may hold: theirs, and for general-pool chunks those with memory there. */
+    private Set<Category> categoriesHeldBy(List<Victim> victims) {
+        Set<Category> held = new HashSet<>();
+        for (Victim victim : victims) {
+            if (victim.category != null) {
+                held.add(victim.category);
+            } else {
+                held.addAll(generalCategories);
+            }
+        }
+        return held;
     }
 
     /** A general-pool chunk as a victim; an idle one too with {@code idleToo}, which goes back at the end. */
@@ -378,7 +402,7 @@ final class Compaction {
         private final long maxUsedBytes;
 
         ArenaChunk(Chunk chunk, Arena arena, Destination destination, boolean idleToo, long maxUsedBytes) {
-            super(chunk, arena.usedBytes(chunk), destination);
+            super(chunk, arena.usedBytes(chunk), destination, null);
             this.arena = arena;
             this.idleToo = idleToo;
             this.maxUsedBytes = maxUsedBytes;

@@ -361,7 +361,7 @@ public final class SequentialAllocator implements Allocator {
             Chunk chunk = slab.memory.chunk; // null once it went back to its arena
             long live = slab.liveBytes();
             if (chunk != null && live <= maxLiveBytes) {
-                out.add(new Compaction.Victim(chunk, live, destination) {
+                out.add(new Compaction.Victim(chunk, live, destination, category) {
                     @Override
                     long reusableFree() {
                         return 0; // a retired chunk takes no slice again: its room was never the destination's
