@@ -319,8 +319,10 @@ final class Compaction {
         }
         for (SequentialAllocator sequential : sequentialAllocators) {
             if (relocators.containsKey(sequential.category())) {
-                sequential.sparsePinnedChunks(maxUsedInChunk, new Destination(chunkSize, sequential.roomForMoves()),
-                        candidates);
+                // a chunk the moves open is the stripe's open chunk from then on, for the records that follow:
+                // one is no loss, and a sequential chunk emptied into it is not chosen again (it is not pinned)
+                sequential.sparsePinnedChunks(maxUsedInChunk,
+                        new Destination(chunkSize, sequential.roomForMoves() + chunkSize), candidates);
             }
         }
         for (BlockPool blocks : blockPools) {

@@ -30,42 +30,6 @@ class CompactionChoiceTest {
     private static final int CHUNK = 1 << 20;
     private static final int PAGE = PoolConfig.PAGE_SIZE;
 
-    /** An owner of allocations that moves each one the evacuation contains, and counts its calls. */
-    private static final class Owner implements Relocator {
-        final MemoryPool pool;
-        final List<Allocation> entries = new ArrayList<>();
-        int calls;
-        /** Entries whose copy lay in a chunk being emptied. */
-        int copiesInsideEvacuatedChunks;
-
-        Owner(MemoryPool pool) {
-            this.pool = pool;
-        }
-
-        @Override
-        public void relocate(Evacuation evacuation) {
-            calls++;
-            for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
-                Allocation old = entries.get(i);
-                if (evacuation.contains(old)) {
-                    Allocation fresh = new Allocation();
-                    if (evacuation.moveInto(old, fresh)) {
-                        if (evacuation.contains(fresh)) {
-                            copiesInsideEvacuatedChunks++;
-                        }
-                        entries.set(i, fresh);
-                        pool.free(old);
-                    }
-                }
-            }
-        }
-
-        void freeAll() {
-            entries.forEach(pool::free);
-            entries.clear();
-        }
-    }
-
     /** Allocates {@code count} allocations of {@code size} bytes in {@code category}. */
     private static List<Allocation> allocate(MemoryPool pool, Category category, int count, int size) {
         List<Allocation> out = new ArrayList<>();
@@ -80,12 +44,12 @@ class CompactionChoiceTest {
     @Test
     void aZeroBudgetChoosesNothingAndCallsNoOwner() {
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
             List<Allocation> all = allocate(pool, pool.category("cache"), 2 * CHUNK / PAGE, PAGE);
             for (int i = 0; i < all.size(); i++) {
                 if (i % 16 == 0) {
-                    owner.entries.add(all.get(i));
+                    owner.adopt(all.get(i));
                 } else {
                     pool.free(all.get(i));
                 }
@@ -104,16 +68,16 @@ class CompactionChoiceTest {
     @Test
     void twoOwnersAreEachCalledOnceAndTheirChunksEmpty() {
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
-            Owner cache = new Owner(pool);
-            Owner log = new Owner(pool);
+            MovingOwner cache = new MovingOwner(pool);
+            MovingOwner log = new MovingOwner(pool);
             pool.setRelocator("cache", cache);
             pool.setRelocator("log", log);
             List<Allocation> a = allocate(pool, pool.category("cache"), CHUNK / PAGE, PAGE);
             List<Allocation> b = allocate(pool, pool.category("log"), CHUNK / PAGE, PAGE);
             for (int i = 0; i < a.size(); i++) {
                 if (i % 16 == 0) {
-                    cache.entries.add(a.get(i));
-                    log.entries.add(b.get(i));
+                    cache.adopt(a.get(i));
+                    log.adopt(b.get(i));
                 } else {
                     pool.free(a.get(i));
                     pool.free(b.get(i));
@@ -141,7 +105,7 @@ class CompactionChoiceTest {
         ManualTime time = new ManualTime();
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time).scheduler(time)
                 .compactionBytesPerSecond(CHUNK).build())) {
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             owner.entries.addAll(allocate(pool, pool.category("cache"), 8, 16 * 1024)); // one chunk, an eighth used
             pool.setRelocator("cache", owner);
             long committed = pool.committedBytes();
@@ -200,7 +164,7 @@ class CompactionChoiceTest {
     void chunksWithNothingRelocatableDoNotUseUpTheBudget() {
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
             Category network = pool.category("network");
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
             int perChunk = CHUNK / PAGE;
             List<Allocation> foreign = allocate(pool, network, 4 * perChunk, PAGE);
@@ -215,7 +179,7 @@ class CompactionChoiceTest {
             }
             for (int i = 0; i < cache.size(); i++) {
                 if (i % 16 == 0) {
-                    owner.entries.add(cache.get(i)); // one chunk, 8 pages of entries
+                    owner.adopt(cache.get(i)); // one chunk, 8 pages of entries
                 } else {
                     pool.free(cache.get(i));
                 }
@@ -241,12 +205,12 @@ class CompactionChoiceTest {
     @Test
     void memoryCachedByTheCompactingThreadDoesNotHideASparseChunk() {
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build())) {
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
             List<Allocation> all = allocate(pool, pool.category("cache"), 2 * CHUNK / (16 * 1024), 16 * 1024);
             for (int i = 0; i < all.size(); i++) {
                 if (i % 8 == 0) {
-                    owner.entries.add(all.get(i));
+                    owner.adopt(all.get(i));
                 } else {
                     pool.free(all.get(i)); // into this thread's cache, up to its 1 MiB for the class
                 }
@@ -294,7 +258,7 @@ class CompactionChoiceTest {
                 .maxCachedSize(0).ticker(ticker).build())) {
             Category cache = pool.category("cache");
             SequentialAllocator log = pool.sequential("cache", 1, CHUNK);
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             Allocation sparse = new Allocation();
             pool.allocate(cache, PAGE, sparse); // this thread's arena: the chunk to be chosen
             Allocation elsewhere = new Allocation();
@@ -309,7 +273,7 @@ class CompactionChoiceTest {
             ticker.next.set(() -> {
                 pool.free(sparse); // its chunk is empty and idle now
                 log.allocate(100, slice); // and taken whole as the sequential allocator's open chunk
-                owner.entries.add(slice);
+                owner.adopt(slice);
                 ran.set(true);
             });
             pool.setRelocator("cache", owner);

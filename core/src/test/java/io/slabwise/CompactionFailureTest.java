@@ -34,42 +34,11 @@ class CompactionFailureTest {
     private static final int CHUNK = 1 << 20;
     private static final int PAGE = PoolConfig.PAGE_SIZE;
 
-    /** An owner of allocations that moves each one the evacuation contains. */
-    private static class Owner implements Relocator {
-        final MemoryPool pool;
-        final List<Allocation> entries = new ArrayList<>();
-        int calls;
-
-        Owner(MemoryPool pool) {
-            this.pool = pool;
-        }
-
-        @Override
-        public void relocate(Evacuation evacuation) {
-            calls++;
-            for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
-                Allocation old = entries.get(i);
-                if (evacuation.contains(old)) {
-                    Allocation fresh = new Allocation();
-                    if (evacuation.moveInto(old, fresh)) {
-                        entries.set(i, fresh);
-                        pool.free(old);
-                    }
-                }
-            }
-        }
-
-        void freeAll() {
-            entries.forEach(pool::free);
-            entries.clear();
-        }
-    }
-
     /** The pool's three kinds of chunks, each sparse and holding entries of its own owner. */
     private static final class ThreeOwners implements AutoCloseable {
         final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build());
-        final Owner general = new Owner(pool);
-        final Owner sequential = new Owner(pool);
+        final MovingOwner general = new MovingOwner(pool);
+        final MovingOwner sequential = new MovingOwner(pool);
         final List<List<Allocation>> payloads = new ArrayList<>();
         int blockCalls;
 
@@ -90,7 +59,7 @@ class CompactionFailureTest {
             log.trim(); // the open chunk retires: both are pinned
             for (int i = 0; i < all.size(); i++) {
                 if (i % 16 == 0) {
-                    (all.get(i).category() == cache ? general : sequential).entries.add(all.get(i));
+                    (all.get(i).category() == cache ? general : sequential).adopt(all.get(i));
                 } else {
                     pool.free(all.get(i));
                 }
@@ -366,11 +335,11 @@ class CompactionFailureTest {
         ManualTime time = new ManualTime();
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time).scheduler(time)
                 .compactionBytesPerSecond(CHUNK).build());
-        Owner owner = new Owner(pool);
+        MovingOwner owner = new MovingOwner(pool);
         for (int i = 0; i < 8; i++) {
             Allocation a = new Allocation();
             pool.allocate(pool.category("cache"), PAGE, a);
-            owner.entries.add(a);
+            owner.adopt(a);
         }
         Allocation more = new Allocation();
         pool.allocate(pool.category("cache"), PAGE, more); // with the entries: two chunks' worth of sparse memory
@@ -396,19 +365,19 @@ class CompactionFailureTest {
     @Test
     void aPoolClosedDuringACompactionRefusesTheMovesLeftAndLosesNothing() throws Exception {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build());
-        Owner owner = new Owner(pool);
+        MovingOwner owner = new MovingOwner(pool);
         Category cache = pool.category("cache");
         List<Allocation> all = new ArrayList<>();
         for (int i = 0; i < 2 * CHUNK / PAGE; i++) {
             Allocation a = new Allocation();
             pool.allocate(cache, PAGE, a);
-            CompactionTest.fill(a, i);
+            MovingOwner.fill(a, i);
             all.add(a);
         }
         List<Integer> seeds = new ArrayList<>();
         for (int i = 0; i < all.size(); i++) {
             if (i % 16 == 0) {
-                owner.entries.add(all.get(i));
+                owner.adopt(all.get(i));
                 seeds.add(i);
             } else {
                 pool.free(all.get(i));
@@ -439,7 +408,7 @@ class CompactionFailureTest {
         assertEquals(0, done[0].movedEntries(), done[0]::toString);
         assertEquals(owner.entries.size(), done[0].refusedEntries(), done[0]::toString);
         for (int i = 0; i < owner.entries.size(); i++) {
-            CompactionTest.verify(owner.entries.get(i), seeds.get(i));
+            MovingOwner.verify(owner.entries.get(i), seeds.get(i));
             assertFalse(owner.entries.get(i).chunk.evacuating);
         }
         owner.freeAll();

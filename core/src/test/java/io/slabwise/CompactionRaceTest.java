@@ -1,6 +1,5 @@
 package io.slabwise;
 
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,23 +32,13 @@ class CompactionRaceTest {
     private static final int PAGE = PoolConfig.PAGE_SIZE;
 
     /** An owner whose entries carry a pattern of their seed; its relocator never waits for its lock. */
-    private static final class LockedOwner implements Relocator {
-        final MemoryPool pool;
+    private static final class LockedOwner extends MovingOwner {
         final ReentrantLock lock = new ReentrantLock();
-        final List<Allocation> entries = new ArrayList<>();
-        final List<Long> seeds = new ArrayList<>();
         final AtomicInteger inside = new AtomicInteger();
         final AtomicInteger mostInside = new AtomicInteger();
-        long moved;
 
         LockedOwner(MemoryPool pool) {
-            this.pool = pool;
-        }
-
-        void add(Allocation a, long seed) {
-            fill(a, seed);
-            entries.add(a);
-            seeds.add(seed);
+            super(pool);
         }
 
         @Override
@@ -61,17 +50,7 @@ class CompactionRaceTest {
                     return; // busy, or the allocation that started this compaction runs inside the owner
                 }
                 try {
-                    for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
-                        Allocation old = entries.get(i);
-                        if (evacuation.contains(old)) {
-                            Allocation fresh = new Allocation();
-                            if (evacuation.moveInto(old, fresh)) {
-                                entries.set(i, fresh);
-                                pool.free(old);
-                                moved++;
-                            }
-                        }
-                    }
+                    moveAll(evacuation);
                 } finally {
                     lock.unlock();
                 }
@@ -80,47 +59,15 @@ class CompactionRaceTest {
             }
         }
 
+        @Override
         void check() {
-            for (int i = 0; i < entries.size(); i++) {
-                verify(entries.get(i), seeds.get(i));
-                assertFalse(entries.get(i).chunk.evacuating, "an entry's chunk stayed marked");
-            }
-        }
-
-        void freeAll() {
-            entries.forEach(pool::free);
-            entries.clear();
-            seeds.clear();
-        }
-    }
-
-    /** Writes a pattern of {@code seed} over the whole allocation. */
-    static void fill(Allocation a, long seed) {
-        ByteBuffer b = a.buffer();
-        int words = b.capacity() / 8;
-        for (int i = 0; i < words; i++) {
-            b.putLong(i * 8, seed * 0x9E3779B97F4A7C15L + i);
-        }
-        for (int i = words * 8; i < b.capacity(); i++) {
-            b.put(i, (byte) (seed + i));
-        }
-    }
-
-    /** Checks the pattern {@link #fill} wrote. */
-    static void verify(Allocation a, long seed) {
-        ByteBuffer b = a.buffer();
-        int words = b.capacity() / 8;
-        for (int i = 0; i < words; i++) {
-            if (b.getLong(i * 8) != seed * 0x9E3779B97F4A7C15L + i) {
-                throw new AssertionError("word " + i + " of " + a + " (seed " + seed + ") changed");
-            }
-        }
-        for (int i = words * 8; i < b.capacity(); i++) {
-            if (b.get(i) != (byte) (seed + i)) {
-                throw new AssertionError("byte " + i + " of " + a + " (seed " + seed + ") changed");
+            super.check();
+            for (Allocation entry : entries) {
+                assertFalse(entry.chunk.evacuating, "an entry's chunk stayed marked");
             }
         }
     }
+
 
     /** An allocation a worker holds, with its pattern's seed. */
     private record Held(Allocation allocation, long seed) {
@@ -169,7 +116,7 @@ class CompactionRaceTest {
                             log.allocate(size, a);
                         }
                         Held held = new Held(a, next++);
-                        fill(a, held.seed());
+                        MovingOwner.fill(a, held.seed());
                         if (r.nextInt(4) == 0) {
                             handedOver.add(held);
                         } else {
@@ -177,17 +124,17 @@ class CompactionRaceTest {
                         }
                         if (mine.size() > 48) {
                             Held old = mine.remove(r.nextInt(mine.size()));
-                            verify(old.allocation(), old.seed());
+                            MovingOwner.verify(old.allocation(), old.seed());
                             pool.free(old.allocation());
                         }
                         Held theirs = handedOver.poll();
                         if (theirs != null) {
-                            verify(theirs.allocation(), theirs.seed());
+                            MovingOwner.verify(theirs.allocation(), theirs.seed());
                             pool.free(theirs.allocation());
                         }
                     }
                     for (Held held : mine) {
-                        verify(held.allocation(), held.seed());
+                        MovingOwner.verify(held.allocation(), held.seed());
                         pool.free(held.allocation());
                     }
                 }, failure));
@@ -215,7 +162,7 @@ class CompactionRaceTest {
                 throw new AssertionError("a worker failed", failure.get());
             }
             for (Held held; (held = handedOver.poll()) != null; ) {
-                verify(held.allocation(), held.seed());
+                MovingOwner.verify(held.allocation(), held.seed());
                 pool.free(held.allocation());
             }
             assertTrue(compactions > 0 && owner.moved > 0, "compactions " + compactions + ", moved " + owner.moved);

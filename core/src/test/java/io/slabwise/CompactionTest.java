@@ -28,70 +28,11 @@ class CompactionTest {
         return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).build());
     }
 
-    /** A cache of allocations with a checksum byte pattern, moved by its relocator. */
-    private static final class Owner implements Relocator {
-        final MemoryPool pool;
-        final List<Allocation> entries = new ArrayList<>();
-        final List<Integer> seeds = new ArrayList<>();
-
-        Owner(MemoryPool pool) {
-            this.pool = pool;
-        }
-
-        void add(Allocation a, int seed) {
-            fill(a, seed);
-            entries.add(a);
-            seeds.add(seed);
-        }
-
-        @Override
-        public void relocate(Evacuation evacuation) {
-            for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {
-                Allocation old = entries.get(i);
-                if (evacuation.contains(old)) {
-                    Allocation fresh = new Allocation();
-                    if (evacuation.moveInto(old, fresh)) {
-                        entries.set(i, fresh);
-                        pool.free(old);
-                    }
-                }
-            }
-        }
-
-        void check() {
-            for (int i = 0; i < entries.size(); i++) {
-                verify(entries.get(i), seeds.get(i));
-            }
-        }
-
-        void freeAll() {
-            entries.forEach(pool::free);
-            entries.clear();
-            seeds.clear();
-        }
-    }
-
-    static void fill(Allocation a, int seed) {
-        java.nio.ByteBuffer b = a.buffer();
-        for (int i = 0; i < b.capacity(); i++) {
-            b.put(i, (byte) (seed * 31 + i));
-        }
-    }
-
-    static void verify(Allocation a, int seed) {
-        java.nio.ByteBuffer b = a.buffer();
-        for (int i = 0; i < b.capacity(); i++) {
-            if (b.get(i) != (byte) (seed * 31 + i)) {
-                throw new AssertionError("byte " + i + " of " + a + " is wrong");
-            }
-        }
-    }
-
     @Test
     void generalPoolChunksEmptyAndGoBackWithTheBytesIntact() {
         try (MemoryPool pool = pool()) {
             Category cache = pool.category("cache");
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
             Random random = new Random(1);
             List<Allocation> all = new ArrayList<>();
@@ -128,7 +69,7 @@ class CompactionTest {
     void pinnedSequentialChunksGoToZero() {
         try (MemoryPool pool = pool()) {
             SequentialAllocator log = pool.sequential("log");
-            Owner owner = new Owner(pool);
+            MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("log", owner);
             List<Allocation> all = new ArrayList<>();
             for (int i = 0; i < 4000; i++) {
@@ -164,7 +105,7 @@ class CompactionTest {
                 if (i % 8 == 0) {
                     kept.add(payloads.get(i));
                     for (Allocation part : payloads.get(i)) {
-                        fill(part, i);
+                        MovingOwner.fill(part, i);
                     }
                 } else {
                     payloads.get(i).forEach(pool::free);
@@ -186,7 +127,7 @@ class CompactionTest {
             assertTrue(blocks.stats().blocks() < usedBlocksBefore, () -> blocks.stats() + " " + done);
             for (int i = 0; i < kept.size(); i++) {
                 for (Allocation part : kept.get(i)) {
-                    verify(part, i * 8);
+                    MovingOwner.verify(part, i * 8);
                 }
             }
             kept.forEach(parts -> parts.forEach(pool::free));
@@ -196,7 +137,7 @@ class CompactionTest {
     @Test
     void otherCategoriesNeverMoveAndMisuseIsRefused() {
         try (MemoryPool pool = pool()) {
-            Owner owner = fragmented(pool, "cache", 512, 16); // 4 chunks, each an eighth used
+            MovingOwner owner = fragmented(pool, "cache", 512, 16); // 4 chunks, each an eighth used
             Category network = pool.category("network");
             Allocation foreign = new Allocation();
             pool.allocate(network, 1000, foreign); // in one of the chunks being emptied
@@ -221,9 +162,9 @@ class CompactionTest {
     }
 
     /** Fills a general-pool category with 8 KiB runs and keeps one in {@code every}, spread over every chunk. */
-    private static Owner fragmented(MemoryPool pool, String category, int runs, int every) {
+    private static MovingOwner fragmented(MemoryPool pool, String category, int runs, int every) {
         Category c = pool.category(category);
-        Owner owner = new Owner(pool);
+        MovingOwner owner = new MovingOwner(pool);
         List<Allocation> all = new ArrayList<>();
         for (int i = 0; i < runs; i++) {
             Allocation a = new Allocation();
@@ -246,7 +187,7 @@ class CompactionTest {
         ManualTime time = new ManualTime();
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time)
                 .scheduler(time).compactionBytesPerSecond(64 * 1024).build())) {
-            Owner owner = fragmented(pool, "cache", 1024, 16); // 8 chunks, 8 runs (64 KiB) live in each
+            MovingOwner owner = fragmented(pool, "cache", 1024, 16); // 8 chunks, 8 runs (64 KiB) live in each
             time.runScheduled(); // no relocator yet: nothing happens
             assertEquals(0, pool.compactionTotals().compactions());
             pool.setRelocator("cache", owner);
@@ -270,7 +211,7 @@ class CompactionTest {
     void theCeilingCompactsBeforeRefusing() {
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1)
                 .maxMemory(8L * CHUNK).limitPolicy(LimitPolicy.RETURN_NULL).chunkSource(ChunkSource.direct()).build())) {
-            Owner owner = fragmented(pool, "cache", 1024, 16); // the ceiling's 8 chunks, each an eighth used
+            MovingOwner owner = fragmented(pool, "cache", 1024, 16); // the ceiling's 8 chunks, each an eighth used
             Category other = pool.category("other");
             Allocation big = new Allocation();
             assertFalse(pool.allocate(other, 2 * CHUNK / 3, big), "no chunk has a free run this long");
@@ -286,7 +227,7 @@ class CompactionTest {
     @Test
     void aBudgetOfZeroMovesNothingAndUnmarksEverything() {
         try (MemoryPool pool = pool()) {
-            Owner owner = fragmented(pool, "cache", 512, 16);
+            MovingOwner owner = fragmented(pool, "cache", 512, 16);
             pool.setRelocator("cache", owner);
             CompactionStats none = pool.compact(0.5, 0);
             assertEquals(0, none.movedEntries());
