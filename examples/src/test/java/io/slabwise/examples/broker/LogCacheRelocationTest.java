@@ -24,6 +24,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -166,8 +167,10 @@ class LogCacheRelocationTest {
         verify(held, COLD, 0);
         ByteBuf copy = cold.read(0);
         verify(copy, COLD, 0);
-        assertTrue(held.hasMemoryAddress() && copy.hasMemoryAddress());
-        assertNotEquals(held.memoryAddress(), copy.memoryAddress(), "the cache serves the copy, elsewhere");
+        assertNotSame(held, copy, "the cache serves the copy");
+        if (held.hasMemoryAddress() && copy.hasMemoryAddress()) { // not on JDK 22+ without native access
+            assertNotEquals(held.memoryAddress(), copy.memoryAddress(), "the copy lies elsewhere");
+        }
         copy.release();
         assertEquals(1, held.refCnt(), "the cache let go of the old buffer; the reader holds it alone");
         assertEquals(cold.bytes() + heldSize, allocator.stats().category(CATEGORY).requested(), "live until released");
