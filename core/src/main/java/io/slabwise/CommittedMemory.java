@@ -151,6 +151,17 @@ final class CommittedMemory {
         return regionBytes.get();
     }
 
+    /** The group {@code region} was carved from; null for a region on its own, or one not held here. */
+    RegionGroups.Group groupOf(NativeRegion region) {
+        Held held = regions.get(region);
+        return held == null || held.carving() == null ? null : held.carving().group();
+    }
+
+    /** Units carved from {@code group} now (see {@link RegionGroups#UNIT}). */
+    int carvedUnits(RegionGroups.Group group) {
+        return groups.carvedUnits(group);
+    }
+
     /**
      * Counts a region a compaction is emptying ({@code on}), or no longer, in
      * its group, so that no new region lands in a group about to empty (see

@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 import java.util.HashSet;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
@@ -82,12 +83,17 @@ final class Compaction {
         final Destination destination;
         /** The one category whose entries it holds (a sequential chunk, a block); null for a general-pool chunk. */
         final Category category;
+        /** What it is chosen by, least first: its used bytes, or those of the region group it is emptied with. */
+        long sortKey;
+        /** The region group it is emptied with as a whole, or null. */
+        Object group;
 
         Victim(Chunk chunk, long usedBytes, Destination destination, Category category) {
             this.chunk = chunk;
             this.usedBytes = usedBytes;
             this.destination = destination;
             this.category = category;
+            this.sortKey = usedBytes;
         }
 
         /** Marks it; false when it emptied meanwhile (nothing to move). */
@@ -119,6 +125,8 @@ final class Compaction {
     private final boolean grouped;
     /** The ceiling: its room left, and the reserve kept for compactions' moves. */
     private final MemoryLimit limit;
+    /** Where chunks come from: their region groups. */
+    private final CommittedMemory committed;
     private final int chunkSize;
     private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
     private final ReentrantLock running = new ReentrantLock();
@@ -138,7 +146,7 @@ final class Compaction {
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
                ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
-               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, boolean grouped, int chunkSize) {
+               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, CommittedMemory committed, int chunkSize) {
         this.arenas = arenas;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
@@ -147,7 +155,8 @@ final class Compaction {
         this.generalMove = generalMove;
         this.free = free;
         this.counters = counters;
-        this.grouped = grouped;
+        this.committed = committed;
+        this.grouped = committed.grouped();
         this.limit = limit;
         this.chunkSize = chunkSize;
     }
@@ -306,16 +315,27 @@ final class Compaction {
         generalCategories = relocatableInGeneralPool();
         if (!generalCategories.isEmpty()) { // else marking general chunks would only make other categories' traffic pay
             Destination general = new Destination(chunkSize, 0);
+            Map<RegionGroups.Group, List<ArenaChunk>> byGroup = new HashMap<>();
             for (Arena arena : arenas) {
-                List<Chunk> sparse = new ArrayList<>();
-                // with region groups, an idle chunk kept for reuse would keep its group from emptying
-                general.free += arena.sparseChunks(maxUsedInChunk, grouped, sparse);
-                for (Chunk chunk : sparse) {
-                    if (!fruitless(chunk, arena.usedBytes(chunk))) {
-                        candidates.add(new ArenaChunk(chunk, arena, general, grouped, maxUsedInChunk));
+                List<Chunk> chunks = new ArrayList<>();
+                // with region groups: every chunk but full ones (those lent whole to a sequential allocator, say),
+                // idle ones included (an idle chunk kept for reuse would keep its group from emptying)
+                general.free += arena.sparseChunks(grouped ? chunkSize - 1 : maxUsedInChunk, grouped, chunks);
+                for (Chunk chunk : chunks) {
+                    long used = arena.usedBytes(chunk);
+                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped, grouped ? chunkSize - 1 : maxUsedInChunk);
+                    if (used <= maxUsedInChunk && !fruitless(chunk, used)) {
+                        candidates.add(victim);
+                    } else if (grouped) {
+                        victim.sortKey = -1; // dense: a candidate only with the whole of its group
+                    }
+                    RegionGroups.Group group = grouped ? committed.groupOf(chunk.region) : null;
+                    if (group != null) {
+                        byGroup.computeIfAbsent(group, g -> new ArrayList<>()).add(victim);
                     }
                 }
             }
+            chooseWholeGroups(byGroup, maxOccupancy, candidates);
         }
         for (SequentialAllocator sequential : sequentialAllocators) {
             if (relocators.containsKey(sequential.category())) {
@@ -331,7 +351,9 @@ final class Compaction {
                         new Destination(blocks.blockSize(), blocks.freeSubBlockBytes()), candidates);
             }
         }
-        candidates.sort(Comparator.comparingLong(v -> v.usedBytes));
+        // least first; the chunks of a group emptied as a whole side by side, so that a budget takes them together
+        candidates.sort(Comparator.<Victim>comparingLong(v -> v.sortKey)
+                .thenComparingInt(v -> v.group == null ? 0 : System.identityHashCode(v.group)));
         // what moves must land somewhere else: in free room outside the victims, or in new memory under the ceiling
         long headroom = limit.max == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, limit.max - limit.committed());
         List<Victim> chosen = new ArrayList<>();
@@ -359,6 +381,39 @@ final class Compaction {
         // victims that would need as many new chunks as they free gain nothing: moving them would never end
         chosen.removeIf(v -> v.destination.gain() < 1);
         return chosen;
+    }
+
+    /**
+     * With region groups, a group goes back only when every region in it is
+     * free, so emptying its sparse chunks alone gives nothing back while it
+     * also holds dense ones. A group whose regions are all general-pool
+     * chunks holding together at most {@code maxOccupancy} of it is emptied
+     * as a whole, its dense chunks too: they become candidates, and every
+     * chunk of it is chosen by the group's bytes in use.
+     */
+    private void chooseWholeGroups(Map<RegionGroups.Group, List<ArenaChunk>> byGroup, double maxOccupancy,
+                                   List<Victim> candidates) {
+        int unitsPerChunk = chunkSize / RegionGroups.UNIT;
+        for (Map.Entry<RegionGroups.Group, List<ArenaChunk>> entry : byGroup.entrySet()) {
+            List<ArenaChunk> members = entry.getValue();
+            long used = 0;
+            boolean fruitlessMember = false;
+            for (ArenaChunk member : members) {
+                used += member.usedBytes;
+                fruitlessMember |= fruitless(member.chunk, member.usedBytes);
+            }
+            boolean whole = (long) members.size() * unitsPerChunk == committed.carvedUnits(entry.getKey());
+            if (!whole || fruitlessMember || used > maxOccupancy * RegionGroups.GROUP_SIZE) {
+                continue;
+            }
+            for (ArenaChunk member : members) {
+                if (member.sortKey < 0) {
+                    candidates.add(member); // a dense chunk, chosen with its group
+                }
+                member.sortKey = used;
+                member.group = entry.getKey();
+            }
+        }
     }
 
     /**

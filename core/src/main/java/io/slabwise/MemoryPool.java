@@ -120,7 +120,7 @@ public final class MemoryPool implements AutoCloseable {
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
                 admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, this::counters,
-                limit, committed.grouped(), sizes.chunkSize());
+                limit, committed, sizes.chunkSize());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);

@@ -169,6 +169,11 @@ final class RegionGroups {
         return group;
     }
 
+    /** Units carved from {@code group} now. */
+    synchronized int carvedUnits(Group group) {
+        return group.carvedUnits;
+    }
+
     /** Counts a carved region as being emptied by a compaction, or no longer; once each way. */
     synchronized void evacuating(Carving carving, boolean on) {
         carving.group().evacuatingUnits += on ? carving.units() : -carving.units();
