@@ -464,9 +464,9 @@ final class Arena {
      * Adds to {@code out} the chunks of this arena that hold something but at
      * most {@code maxUsedBytes} (handed out to buffers or thread caches),
      * after applying the frees other threads handed over; for a compaction
-     * to choose from. Whole chunks lent to a sequential allocator are full,
-     * so never among them. Idle chunks too with {@code idleToo}: with region
-     * groups, an idle chunk kept for reuse would keep its group from emptying.
+     * to choose from; never a chunk lent whole to a sequential allocator.
+     * Idle chunks too with {@code idleToo}: with region groups, an idle chunk
+     * kept for reuse would keep its group from emptying.
      *
      * @return the free bytes of all this arena's chunks, idle ones included
      */
@@ -475,7 +475,7 @@ final class Arena {
         long free = 0;
         for (Chunk chunk : chunks) {
             free += chunk.chunkSize() - chunk.usedBytes;
-            if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxUsedBytes) {
+            if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxUsedBytes && !chunk.lentWhole) {
                 out.add(chunk);
             }
         }
@@ -490,13 +490,15 @@ final class Arena {
     /**
      * Starts evacuating {@code chunk}, unless it went back meanwhile, holds
      * more than {@code maxUsedBytes} now (it may have been emptied and lent
-     * whole to a sequential allocator since it was chosen), or emptied and
-     * {@code idleToo} is false; returns whether it did. An idle chunk
+     * whole to a sequential allocator since it was chosen), is lent whole or
+     * not against {@code lentWhole} (only the sequential allocator that holds
+     * a chunk evacuates it), or emptied and {@code idleToo} is false; returns
+     * whether it did. An idle chunk
      * evacuated takes no new memory and goes back at the end.
      */
-    synchronized boolean startEvacuation(Chunk chunk, boolean idleToo, long maxUsedBytes) {
+    synchronized boolean startEvacuation(Chunk chunk, boolean idleToo, long maxUsedBytes, boolean lentWhole) {
         if (chunksById[chunk.id] != chunk || chunk.evacuating || (chunk.isEmpty() && !idleToo)
-                || chunk.usedBytes > maxUsedBytes) {
+                || chunk.usedBytes > maxUsedBytes || chunk.lentWhole != lentWhole) {
             return false;
         }
         chunk.evacuating = true;

@@ -73,6 +73,11 @@ final class Chunk {
      * (it is then moved by the next compaction).
      */
     volatile boolean evacuating;
+    /**
+     * Whether the chunk is lent whole to a sequential allocator, which
+     * carves it itself: a compaction empties it only through that allocator.
+     */
+    volatile boolean lentWhole;
 
     Chunk(Arena arena, NativeRegion region, int id, int pageShift) {
         this.arena = arena;

@@ -318,12 +318,12 @@ final class Compaction {
             Map<RegionGroups.Group, List<ArenaChunk>> byGroup = new HashMap<>();
             for (Arena arena : arenas) {
                 List<Chunk> chunks = new ArrayList<>();
-                // with region groups: every chunk but full ones (those lent whole to a sequential allocator, say),
-                // idle ones included (an idle chunk kept for reuse would keep its group from emptying)
-                general.free += arena.sparseChunks(grouped ? chunkSize - 1 : maxUsedInChunk, grouped, chunks);
+                // with region groups every chunk (but those lent whole to a sequential allocator), idle ones
+                // included: an idle chunk kept for reuse would keep its group from emptying
+                general.free += arena.sparseChunks(grouped ? chunkSize : maxUsedInChunk, grouped, chunks);
                 for (Chunk chunk : chunks) {
                     long used = arena.usedBytes(chunk);
-                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped, grouped ? chunkSize - 1 : maxUsedInChunk);
+                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped, grouped ? chunkSize : maxUsedInChunk);
                     if (used <= maxUsedInChunk && !fruitless(chunk, used)) {
                         candidates.add(victim);
                     } else if (grouped) {
@@ -467,7 +467,7 @@ final class Compaction {
 
         @Override
         boolean start() {
-            return arena.startEvacuation(chunk, idleToo, maxUsedBytes);
+            return arena.startEvacuation(chunk, idleToo, maxUsedBytes, false);
         }
 
         @Override

@@ -370,7 +370,7 @@ public final class SequentialAllocator implements Allocator {
                     @Override
                     boolean start() {
                         // marked through its arena, which counts it in its region group too
-                        if (!pinned.contains(slab) || !chunk.arena.startEvacuation(chunk, false, Long.MAX_VALUE)) {
+                        if (!pinned.contains(slab) || !chunk.arena.startEvacuation(chunk, false, Long.MAX_VALUE, true)) {
                             return false;
                         }
                         if (!pinned.contains(slab)) { // recycled meanwhile, as the spare: nothing to move

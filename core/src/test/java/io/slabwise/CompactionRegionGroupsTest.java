@@ -74,4 +74,50 @@ class CompactionRegionGroupsTest {
             kept.forEach(pool::free);
         }
     }
+
+    /**
+     * Every group keeps two dense chunks (three quarters used) beside six
+     * sparse ones (a sixteenth used): emptying the sparse chunks alone would
+     * free no group. A group that is at most half used as a whole is emptied
+     * whole, its dense chunks too, so groups go back and committed memory
+     * falls by at least one group; every entry keeps its bytes.
+     */
+    @Test
+    void aGroupWithDenseChunksIsEmptiedWhole() {
+        assumeTrue(MallocWarning.regionGroupsWanted(), "region groups are off here (not glibc, or slabwise.noRegionGroups)");
+        int chunk = 4 * 1024 * 1024;
+        int entry = 64 * 1024;
+        int perChunk = chunk / entry;
+        int chunks = 3 * RegionGroups.GROUP_SIZE / chunk;
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).maxCachedSize(0).build())) {
+            Category cache = pool.category("cache");
+            MovingOwner owner = new MovingOwner(pool);
+            List<Allocation> all = new ArrayList<>();
+            for (int i = 0; i < chunks * perChunk; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(cache, entry, a); // chunk by chunk, in order
+                all.add(a);
+            }
+            for (int i = 0; i < all.size(); i++) {
+                int inChunk = i % perChunk;
+                boolean dense = (i / perChunk) % 4 == 0;
+                if (dense ? inChunk % 4 != 0 : inChunk % 16 == 0) {
+                    owner.add(all.get(i), i);
+                } else {
+                    pool.free(all.get(i));
+                }
+            }
+            pool.setRelocator("cache", owner);
+            pool.trim();
+            long before = pool.committedBytes();
+            CompactionStats done = pool.compact();
+            pool.trim();
+            long after = pool.committedBytes();
+            owner.check();
+            assertTrue(done.movedEntries() > owner.entries.size() / 2, () -> "the dense chunks' entries moved too: " + done);
+            assertTrue(after <= before - RegionGroups.GROUP_SIZE, () -> "committed " + (before >> 20) + " MiB -> "
+                    + (after >> 20) + " MiB after " + done + "\n" + pool.stats().report());
+            owner.freeAll();
+        }
+    }
 }
