@@ -39,6 +39,7 @@ class PoolConfigTest {
             "slabwise.arenas, 0",
             "slabwise.arenaSpreadBytes, -1",
             "slabwise.arenaSpreadBytes, 1MiB",
+            "slabwise.compactionBytesPerSecond, -1",
     })
     void aBadSystemPropertyFailsTheBuildNamingTheSetting(String property, String value) {
         IllegalArgumentException e = withProperty(property, value,
