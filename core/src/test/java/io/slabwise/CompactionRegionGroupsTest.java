@@ -89,7 +89,9 @@ class CompactionRegionGroupsTest {
         int entry = 64 * 1024;
         int perChunk = chunk / entry;
         int chunks = 3 * RegionGroups.GROUP_SIZE / chunk;
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).maxCachedSize(0).build())) {
+        // the direct source: groups are for malloc'd chunks, and Java 22+ maps chunks by default
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).maxCachedSize(0)
+                .chunkSource(ChunkSource.direct()).maxMemory(Long.MAX_VALUE).build())) {
             Category cache = pool.category("cache");
             MovingOwner owner = new MovingOwner(pool);
             List<Allocation> all = new ArrayList<>();
