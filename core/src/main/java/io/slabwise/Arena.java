@@ -3,6 +3,7 @@ package io.slabwise;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
@@ -357,11 +358,16 @@ final class Arena {
 
     /** Gives back the runs of every subpage of a chunk that holds nothing; they are all empty. */
     private void releaseEmptySubpagesOf(Chunk chunk) {
+        forEachSubpage(chunk, this::releaseSubpage);
+    }
+
+    /** Runs {@code action} on every subpage of {@code chunk}, in page order; the action may release the subpage. */
+    private static void forEachSubpage(Chunk chunk, Consumer<Subpage> action) {
         for (int page = 0; page < chunk.pages && chunk.subpageCount > 0; ) {
             Subpage subpage = chunk.subpageAt(page);
             if (subpage != null) {
                 page += subpage.runPages;
-                releaseSubpage(subpage);
+                action.accept(subpage);
             } else {
                 page++;
             }
@@ -493,8 +499,8 @@ final class Arena {
      * whole to a sequential allocator since it was chosen), is lent whole or
      * not against {@code lentWhole} (only the sequential allocator that holds
      * a chunk evacuates it), or emptied and {@code idleToo} is false; returns
-     * whether it did. An idle chunk
-     * evacuated takes no new memory and goes back at the end.
+     * whether it did. An idle chunk evacuated takes no new memory and goes
+     * back at the end.
      */
     synchronized boolean startEvacuation(Chunk chunk, boolean idleToo, long maxUsedBytes, boolean lentWhole) {
         if (chunksById[chunk.id] != chunk || chunk.evacuating || (chunk.isEmpty() && !idleToo)
@@ -534,17 +540,11 @@ final class Arena {
 
     /** Lists again the subpages with room of a chunk whose evacuation ended: they were set aside meanwhile. */
     private void relinkSubpages(Chunk chunk) {
-        for (int page = 0; page < chunk.pages && chunk.subpageCount > 0; ) {
-            Subpage subpage = chunk.subpageAt(page);
-            if (subpage != null) {
-                page += subpage.runPages;
-                if (!subpage.linked && subpage.hasFree()) {
-                    linkSubpage(subpage);
-                }
-            } else {
-                page++;
+        forEachSubpage(chunk, subpage -> {
+            if (!subpage.linked && subpage.hasFree()) {
+                linkSubpage(subpage);
             }
-        }
+        });
     }
 
     /** Chunks with nothing allocated. */
