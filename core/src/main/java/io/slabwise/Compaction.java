@@ -221,7 +221,7 @@ final class Compaction {
             victim.end(); // open again what the readers still hold; chosen again below if still sparse
         }
         draining.clear();
-        flushCaches(); // before choosing: what this thread has cached makes its chunks look used
+        threadCaches.flushOwnAndRequestOthers(); // before choosing: what this thread caches makes its chunks look used
         List<Victim> started = new ArrayList<>();
         for (Victim victim : choose(maxOccupancy, maxBytesToMove)) {
             if (victim.start()) {
@@ -240,7 +240,8 @@ final class Compaction {
         Set<Chunk> heldChunks = new HashSet<>();
         RuntimeException failure = null;
         try {
-            flushCaches();
+            // again once marked: other threads may have cached memory of the chosen chunks since the first request
+            threadCaches.flushOwnAndRequestOthers();
             Set<Category> holding = categoriesHeldBy(started);
             for (Map.Entry<Category, Relocator> owner : relocators.entrySet()) {
                 if (!holding.contains(owner.getKey())) {
@@ -316,15 +317,15 @@ final class Compaction {
         if (!generalCategories.isEmpty()) { // else marking general chunks would only make other categories' traffic pay
             Destination general = new Destination(chunkSize, 0);
             Map<RegionGroups.Group, List<ArenaChunk>> byGroup = new HashMap<>();
+            // with region groups every chunk (but those lent whole to a sequential allocator), idle ones
+            // included: an idle chunk kept for reuse would keep its group from emptying
+            long maxUsedConsidered = grouped ? chunkSize : maxUsedInChunk;
             for (Arena arena : arenas) {
                 List<Chunk> chunks = new ArrayList<>();
-                // with region groups every chunk (but those lent whole to a sequential allocator), idle ones
-                // included: an idle chunk kept for reuse would keep its group from emptying
-                general.free += arena.sparseChunks(grouped ? chunkSize : maxUsedInChunk, grouped, chunks);
+                general.free += arena.sparseChunks(maxUsedConsidered, grouped, chunks);
                 for (Chunk chunk : chunks) {
-                    long used = arena.usedBytes(chunk);
-                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped, grouped ? chunkSize : maxUsedInChunk);
-                    if (used <= maxUsedInChunk && !fruitless(chunk, used)) {
+                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped, maxUsedConsidered);
+                    if (victim.usedBytes <= maxUsedInChunk && !fruitless(chunk, victim.usedBytes)) {
                         candidates.add(victim);
                     } else if (grouped) {
                         victim.sortKey = -1; // dense: a candidate only with the whole of its group
@@ -478,15 +479,6 @@ final class Compaction {
         /** Its bytes in use now. */
         long usedNow() {
             return arena.usedBytes(chunk);
-        }
-    }
-
-    /** Sends this thread's cached memory back to the arenas now, and asks every other thread to at its next operation. */
-    private void flushCaches() {
-        threadCaches.requestFlushAll();
-        ThreadCache own = threadCaches.own();
-        if (own != null) {
-            own.flush();
         }
     }
 

@@ -131,11 +131,7 @@ final class IdleMemory {
      */
     private void reclaimCaches() {
         threadCaches.reclaimDead();
-        threadCaches.requestFlushAll();
-        ThreadCache own = threadCaches.own();
-        if (own != null) {
-            own.flush();
-        }
+        threadCaches.flushOwnAndRequestOthers();
     }
 
     /**

@@ -177,6 +177,19 @@ final class ThreadCaches {
         }
     }
 
+    /**
+     * Flushes the calling thread's cache into its arena now, and asks every
+     * other live thread to flush its own at its next operation (no thread is
+     * stopped); the shared caches flush now, if free.
+     */
+    void flushOwnAndRequestOthers() {
+        requestFlushAll();
+        ThreadCache own = own();
+        if (own != null) {
+            own.flush();
+        }
+    }
+
     /** Asks every live thread to flush its cache at its next operation; the shared caches flush now, if free. */
     void requestFlushAll() {
         for (ThreadCache cache : live) {
