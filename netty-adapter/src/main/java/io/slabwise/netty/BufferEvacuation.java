@@ -3,6 +3,7 @@ package io.slabwise.netty;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocation;
+import io.slabwise.Allocator;
 import io.slabwise.Evacuation;
 import io.slabwise.internal.EngineAccess;
 
@@ -48,25 +49,18 @@ public final class BufferEvacuation {
      */
     public boolean contains(ByteBuf buffer) {
         ByteBuf root = root(buffer);
-        if (root.refCnt() == 0) {
+        return root.refCnt() != 0 && contains(memoryOf(root));
+    }
+
+    /** Whether any of an entry's memory (null: not an entry) lies in a chunk or block being emptied. */
+    private boolean contains(List<Allocation> memory) {
+        if (memory == null) {
             return false;
         }
-        if (root instanceof SlabwiseDirectByteBuf) {
-            Allocation a = ((SlabwiseDirectByteBuf) root).allocation();
-            return a != null && evacuation.contains(a);
-        }
-        if (root instanceof CompositeByteBuf) {
-            // a payload of blocks moves whole; a composite with any other component (one that grew) cannot
-            boolean contained = false;
-            for (ByteBuf component : (CompositeByteBuf) root) {
-                ByteBuf part = root(component);
-                Allocation a = part instanceof SlabwiseDirectByteBuf ? ((SlabwiseDirectByteBuf) part).allocation() : null;
-                if (a == null || !EngineAccess.isBlockPart(a)) {
-                    return false;
-                }
-                contained |= evacuation.contains(a);
+        for (Allocation a : memory) {
+            if (evacuation.contains(a)) {
+                return true;
             }
-            return contained;
         }
         return false;
     }
@@ -84,14 +78,14 @@ public final class BufferEvacuation {
      * @throws IllegalArgumentException when {@link #contains} is false for {@code buffer}
      */
     public ByteBuf move(ByteBuf buffer) {
-        if (!contains(buffer)) {
+        ByteBuf root = root(buffer);
+        List<Allocation> old = root.refCnt() != 0 ? memoryOf(root) : null;
+        if (!contains(old)) {
             throw new IllegalArgumentException("not a buffer of '" + category() + "' in a chunk being emptied: " + buffer);
         }
-        ByteBuf root = root(buffer);
-        List<Allocation> old = memoryOf(root);
         ByteBuf moved = root instanceof SlabwiseDirectByteBuf
                 ? moveDirect((SlabwiseDirectByteBuf) root)
-                : moveComposite((CompositeByteBuf) root);
+                : moveComposite((CompositeByteBuf) root, old);
         if (moved == null) {
             return null;
         }
@@ -112,14 +106,28 @@ public final class BufferEvacuation {
         evacuation.refused();
     }
 
-    /** The pool memory under a buffer this evacuation contains: its allocation, or a payload's parts. */
+    /**
+     * The pool memory under an entry: a buffer's allocation, or the parts of
+     * a payload of blocks, which moves whole. Null when it is no entry: a
+     * released buffer, a composite with any other component (one that grew),
+     * or a buffer of no Slabwise allocator.
+     */
     private static List<Allocation> memoryOf(ByteBuf root) {
         if (root instanceof SlabwiseDirectByteBuf) {
-            return List.of(((SlabwiseDirectByteBuf) root).allocation());
+            Allocation a = ((SlabwiseDirectByteBuf) root).allocation();
+            return a == null ? null : List.of(a);
         }
-        List<Allocation> parts = new ArrayList<>();
+        if (!(root instanceof CompositeByteBuf)) {
+            return null;
+        }
+        List<Allocation> parts = new ArrayList<>(((CompositeByteBuf) root).numComponents());
         for (ByteBuf component : (CompositeByteBuf) root) {
-            parts.add(((SlabwiseDirectByteBuf) root(component)).allocation());
+            ByteBuf part = root(component);
+            Allocation a = part instanceof SlabwiseDirectByteBuf ? ((SlabwiseDirectByteBuf) part).allocation() : null;
+            if (a == null || !EngineAccess.isBlockPart(a)) {
+                return null;
+            }
+            parts.add(a);
         }
         return parts;
     }
@@ -133,24 +141,13 @@ public final class BufferEvacuation {
                 old.maxCapacity(), allocator.nativeAccess()));
     }
 
-    private ByteBuf moveComposite(CompositeByteBuf old) {
-        List<Allocation> parts = new ArrayList<>(old.numComponents());
-        SlabwiseDirectByteBuf first = null;
-        for (ByteBuf component : old) {
-            ByteBuf part = root(component);
-            if (!(part instanceof SlabwiseDirectByteBuf)) {
-                throw new IllegalArgumentException("not a composite of blocks: " + old);
-            }
-            if (first == null) {
-                first = (SlabwiseDirectByteBuf) part;
-            }
-            parts.add(((SlabwiseDirectByteBuf) part).allocation());
-        }
+    private ByteBuf moveComposite(CompositeByteBuf old, List<Allocation> parts) {
         List<Allocation> moved = evacuation.movePayload(parts);
         if (moved == null) {
             return null;
         }
-        return SlabwiseAllocator.leakAware(BlockByteBufAllocator.composite(old.alloc(), allocator.pool(), first.source(),
+        Allocator growSource = ((SlabwiseDirectByteBuf) root(old.component(0))).source();
+        return SlabwiseAllocator.leakAware(BlockByteBufAllocator.composite(old.alloc(), allocator.pool(), growSource,
                 moved, allocator.nativeAccess()));
     }
 
