@@ -88,9 +88,7 @@ public final class Evacuation {
         if (BlockPool.isPart(from)) {
             throw new IllegalArgumentException("a block pool payload moves whole: use movePayload");
         }
-        if (movedBytes + from.requested > byteBudget || compaction.poolClosed()) {
-            exhausted = true;
-            refusedEntries++;
+        if (refusedOver(from.requested)) {
             return false;
         }
         boolean placed = from.releaser != null ? from.releaser.allocateForMove(from, to) : compaction.allocateForMove(from, to);
@@ -134,9 +132,7 @@ public final class Evacuation {
         if (!contained) {
             throw new IllegalArgumentException("no part of the payload lies in a block being emptied: " + parts);
         }
-        if (movedBytes + size > byteBudget || compaction.poolClosed()) {
-            exhausted = true;
-            refusedEntries++;
+        if (refusedOver(size)) {
             return null;
         }
         List<Allocation> moved = pool.allocateForMove((int) size);
@@ -193,6 +189,20 @@ public final class Evacuation {
                 draining.add(part.chunk);
             }
         }
+    }
+
+    /**
+     * Refuses a move of {@code bytes} that would pass the budget, or comes
+     * after the pool was closed: counts it and notes that owners may have
+     * stopped short; returns whether it refused.
+     */
+    private boolean refusedOver(long bytes) {
+        if (movedBytes + bytes <= byteBudget && !compaction.poolClosed()) {
+            return false;
+        }
+        exhausted = true;
+        refusedEntries++;
+        return true;
     }
 
     /** Ends the evacuation: the relocate call returned. */
