@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -272,7 +273,7 @@ final class Compaction {
         }
         int evacuated = started.size();
         // chunks readers still hold memory of stay marked, to go back when the readers let go
-        for (java.util.Iterator<Victim> i = started.iterator(); i.hasNext(); ) {
+        for (Iterator<Victim> i = started.iterator(); i.hasNext(); ) {
             Victim victim = i.next();
             if (heldChunks.contains(victim.chunk)) {
                 draining.add(victim);

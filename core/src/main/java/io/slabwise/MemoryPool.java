@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The memory engine's public front: a pool of native memory carved from
@@ -100,7 +101,7 @@ public final class MemoryPool implements AutoCloseable {
     /** Chooses and marks the chunks to empty; the owners' relocators move what lives in them. */
     private final Compaction compaction;
     /** When the last compaction at the ceiling started, in ticker nanoseconds; they are at most one per {@link #CEILING_COMPACTION_GAP}. */
-    private final java.util.concurrent.atomic.AtomicLong lastCeilingCompaction = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
+    private final AtomicLong lastCeilingCompaction = new AtomicLong(Long.MIN_VALUE);
 
     /** Builds a pool from a configuration; see {@link PoolConfig#builder()}. */
     public MemoryPool(PoolConfig config) {
