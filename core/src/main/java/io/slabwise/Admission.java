@@ -110,6 +110,17 @@ final class Admission {
                 && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
     }
 
+    /**
+     * Whether an allocation in {@code category} may take memory the calling
+     * thread already holds (its cache) with no further check: the pool is
+     * open, the category has no quota, and nobody waits at a limit, so no
+     * caller must line up. Memory already cached never raises the committed
+     * bytes, so the ceiling cannot refuse it.
+     */
+    boolean admitsFreely(Category category) {
+        return !category.tracked && !closed && !limit.hasWaiters();
+    }
+
     /** Tries once unless the caller must line up; then, or when refused, the slow path. */
     boolean admit(Attempt attempt, Category category, int requested, Allocation out) {
         checkOpen();

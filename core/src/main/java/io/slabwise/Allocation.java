@@ -45,6 +45,12 @@ public final class Allocation {
      */
     final boolean stashed;
     /**
+     * A stashed holder kept by its thread's cache with the memory of its
+     * last allocation, which was released: not live, though it names a chunk
+     * (see {@code ThreadCache.keepFilled}).
+     */
+    boolean kept;
+    /**
      * The object of the layer above that goes with this holder, reused with it
      * (the Netty adapter's recycled buffer object); null for none. Set and read
      * only through {@code io.slabwise.internal.EngineAccess}; {@link #clear()}
@@ -63,7 +69,7 @@ public final class Allocation {
 
     /** Whether the holder currently describes live pool memory. */
     public boolean isLive() {
-        return chunk != null;
+        return chunk != null && !kept;
     }
 
     /** The native address of the first byte. */
@@ -79,7 +85,7 @@ public final class Allocation {
      * @throws IllegalStateException when the holder describes no live memory
      */
     public ByteBuffer buffer() {
-        if (chunk == null) {
+        if (!isLive()) {
             throw new IllegalStateException("the allocation holds no live memory");
         }
         return chunk.region.buffer().slice(offset, requested);
@@ -130,6 +136,7 @@ public final class Allocation {
     }
 
     void clear() {
+        kept = false;
         chunk = null;
         category = null;
         owner = null;

@@ -136,13 +136,17 @@ final class Chunk {
         return (int) handle & 0xFFFF;
     }
 
-    /** Byte offset of the allocation named by {@code handle} inside this chunk. */
-    long offset(long handle) {
+    /**
+     * Byte offset of the allocation named by {@code handle} inside this chunk;
+     * {@code elementSize} is the size of its class, which a subpage's elements
+     * all have (the caller knows it, so no subpage is looked up).
+     */
+    long offset(long handle, int elementSize) {
         if (huge) {
             return 0;
         }
         long runOffset = (long) runStart(handle) << pageShift;
-        return isSubpage(handle) ? runOffset + (long) element(handle) * subpages[runStart(handle)].elementSize : runOffset;
+        return isSubpage(handle) ? runOffset + (long) element(handle) * elementSize : runOffset;
     }
 
     int chunkSize() {

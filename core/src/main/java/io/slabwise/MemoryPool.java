@@ -483,7 +483,14 @@ public final class MemoryPool implements AutoCloseable {
     Allocation allocateStashed(Category category, int requested, boolean returnNullAtLimit) {
         checkRequest(requested);
         checkCategory(category);
-        Allocation out = threadCaches.current().takeHolder();
+        ThreadCache cache = threadCaches.current();
+        if (admission.admitsFreely(category)) {
+            Allocation filled = cache.takeFilled(category, requested);
+            if (filled != null) {
+                return filled; // the common case: a holder this thread released, its memory still in it
+            }
+        }
+        Allocation out = cache.takeHolder();
         return admitGeneral(category, requested, out, returnNullAtLimit) ? out : null;
     }
 
@@ -576,15 +583,35 @@ public final class MemoryPool implements AutoCloseable {
      */
     public void free(Allocation allocation) {
         Chunk chunk = allocation.chunk;
-        if (chunk == null) {
+        if (chunk == null || allocation.kept) {
             throw new IllegalStateException("double free: the allocation holds no live memory");
         }
         Category category = allocation.category;
         int reserved = allocation.reserved;
         ThreadCache owner = allocation.owner;
         Releaser releaser = allocation.releaser;
+        if (releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !admission.isClosed()
+                && !admission.hasWaiters()) {
+            // a virtual thread's allocation: counted and cached under the shared cache's lock, when it is free
+            int requested = allocation.requested;
+            long handle = allocation.handle;
+            int sizeIndex = allocation.sizeIndex;
+            allocation.clear();
+            if (!owner.tryReleaseShared(category, requested, reserved, chunk, handle, sizeIndex)) {
+                owner.countRelease(category, requested, reserved, false, false);
+                threadCaches.current().free(chunk, handle, sizeIndex);
+            }
+            if (category.release(reserved) || admission.hasWaiters()) {
+                admission.released();
+            }
+            return;
+        }
         boolean onOwnerThread = owner.isOwnerThread();
         owner.countRelease(category, allocation.requested, reserved, releaser != null, onOwnerThread);
+        if (allocation.stashed && onOwnerThread && releaser == null && !chunk.evacuating && admission.admitsFreely(category)
+                && owner.keepFilled(allocation)) {
+            return; // the holder keeps its memory for this thread's next allocation of its class
+        }
         boolean closed = admission.isClosed();
         if (releaser != null) {
             releaser.release(allocation);

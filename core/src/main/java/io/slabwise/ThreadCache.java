@@ -32,6 +32,16 @@ import java.lang.ref.WeakReference;
  * lock. It goes back at a sweep that finds it unused, and at every flush: a
  * thread holds at most 1 MiB there.
  *
+ * <h2>Holders kept filled</h2>
+ * The Netty adapter's buffers take their {@link Allocation} holder from this
+ * cache ({@link #takeHolder()}). When such a buffer is released on the thread
+ * that allocated it, the holder is kept with its memory on top of the stack of
+ * its class (up to {@link #FILLED_PER_CLASS} per class), and that thread's
+ * next allocation of the class takes it as it is: nothing about the memory is
+ * looked up, computed or written again ({@link #keepFilled}, {@link #takeFilled}).
+ * Kept holders count as cached memory, and a flush or a sweep turns them back
+ * into plain entries.
+ *
  * <h2>Refills</h2>
  * When the stack of a cached size class is empty, the cache takes up to
  * {@link #REFILL_BATCH} allocations from the arena under one lock: first
@@ -62,8 +72,11 @@ import java.lang.ref.WeakReference;
  * {@link #shared(ThreadCaches, MemoryLimit, Arena, int, int, int)}, whose
  * stacks are guarded by a try-lock: a virtual thread that finds another one
  * using them does not wait, but allocates from the arena or releases through
- * its lock-free remote-free queue. Its counts are atomic adds only. Any thread
- * may flush it when no virtual thread holds it ({@link #flushShared()}).
+ * its lock-free remote-free queue. What is counted while holding the lock
+ * (an allocation through the stacks, a release of one of its allocations,
+ * {@link #tryReleaseShared}) is counted with plain stores; the rest with
+ * atomic adds. Any thread may flush it when no virtual thread holds it
+ * ({@link #flushShared()}).
  *
  * <h2>Accounting</h2>
  * A cache carries its thread's {@link ThreadCounters}: what the thread's
@@ -102,6 +115,8 @@ final class ThreadCache {
     /** The stack of each cached size class, made at the class's first use; none at all after {@link #retire()}. */
     private Stack[] stacks;
     private int operationsSinceSweep;
+    /** The largest request a stack serves (the size of the largest cached class); -1 with no cached class. */
+    private final int largestStackedRequest;
     /** Classes above the cached ones, up to this index, may take the single large slot. */
     private final int largestCachedLargeClass;
     /** One released run above the cached sizes (up to {@link #LARGE_SLOT_LIMIT}), kept for the next request of its class. */
@@ -128,6 +143,13 @@ final class ThreadCache {
         int count;
         /** The fewest entries the stack held since the last sweep: that many were not needed. */
         int lowWater;
+        /**
+         * The stack's newest entries, kept in the holders of the buffers that
+         * released them (see {@link #keepFilled}); made at the first one.
+         * They count against {@link #capacity} with the others.
+         */
+        Allocation[] filled;
+        int filledCount;
 
         Stack(int capacity) {
             this.capacity = capacity;
@@ -138,15 +160,14 @@ final class ThreadCache {
 
         /** Whether one more entry fits, growing the arrays when they are full but the capacity allows. */
         boolean hasRoom() {
-            if (count < handles.length) {
-                return true;
-            }
-            if (handles.length == capacity) {
+            if (count + filledCount >= capacity) {
                 return false;
             }
-            int grown = Math.min(capacity, handles.length * 2);
-            chunkIds = java.util.Arrays.copyOf(chunkIds, grown);
-            handles = java.util.Arrays.copyOf(handles, grown);
+            if (count == handles.length) {
+                int grown = Math.min(capacity, handles.length * 2);
+                chunkIds = java.util.Arrays.copyOf(chunkIds, grown);
+                handles = java.util.Arrays.copyOf(handles, grown);
+            }
             return true;
         }
     }
@@ -165,6 +186,7 @@ final class ThreadCache {
         this.shared = shared;
         this.sizes = arena.sizes;
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
+        this.largestStackedRequest = cachedClasses == 0 ? -1 : sizes.size(cachedClasses - 1);
         this.largestCachedLargeClass = cachedClasses == 0 ? -1
                 : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
         this.maxCachedBytesPerClass = maxCachedBytesPerClass;
@@ -186,6 +208,16 @@ final class ThreadCache {
      */
     private final java.util.concurrent.atomic.AtomicBoolean sharedBusy = new java.util.concurrent.atomic.AtomicBoolean();
 
+    /** Takes a shared cache's lock if it is free: never waits. */
+    boolean lockShared() {
+        return sharedBusy.compareAndSet(false, true);
+    }
+
+    /** Gives back a shared cache's lock taken with {@link #lockShared()}; a release store is all a lock's release needs. */
+    void unlockShared() {
+        sharedBusy.setRelease(false);
+    }
+
     /** The stack of cached class {@code sizeIndex}, made on first use. Owner thread only. */
     private Stack stack(int sizeIndex) {
         Stack stack = stacks[sizeIndex];
@@ -200,11 +232,11 @@ final class ThreadCache {
     /** Allocates {@code requested} bytes (at most a chunk) of size class {@code sizeIndex} into {@code out}. */
     void allocate(Category category, int requested, int sizeIndex, Allocation out) {
         if (shared) {
-            if (sharedBusy.compareAndSet(false, true)) {
+            if (lockShared()) {
                 try {
                     allocateCached(category, requested, sizeIndex, out);
                 } finally {
-                    sharedBusy.set(false);
+                    unlockShared();
                 }
             } else {
                 allocateFromArena(category, requested, sizeIndex, out); // another virtual thread has the stacks: never wait
@@ -223,7 +255,7 @@ final class ThreadCache {
     void allocateFromArena(Category category, int requested, int sizeIndex, Allocation out) {
         arena.allocate(sizeIndex, out);
         afterArenaAllocation();
-        placeAndCount(category, requested, sizeIndex, out);
+        placeAndCount(category, requested, sizeIndex, out, !shared);
     }
 
     /** Allocates through the stacks; the owner thread, or a virtual thread holding a shared cache. */
@@ -232,6 +264,9 @@ final class ThreadCache {
             flush();
         }
         Stack stack = sizeIndex < cachedClasses ? stack(sizeIndex) : null;
+        if (stack != null && stack.filledCount > 0) {
+            unfill(stack); // a caller with a holder of its own takes what is kept filled as plain entries
+        }
         int n = stack != null ? stack.count : 0;
         if (sizeIndex == largeSizeIndex) {
             out.chunk = largeChunk;
@@ -240,13 +275,7 @@ final class ThreadCache {
             largeSizeIndex = -1;
             largeUsed = true;
         } else if (n > 0) {
-            n--;
-            stack.count = n;
-            if (n < stack.lowWater) {
-                stack.lowWater = n;
-            }
-            out.chunk = arena.chunk(stack.chunkIds[n]);
-            out.handle = stack.handles[n];
+            pop(stack, n, out);
         } else if (stack != null) {
             // refill the stack with a batch under one lock, then take from it
             int batch = limit.hasWaiters() ? 1 : Math.min(REFILL_BATCH, stack.chunkIds.length);
@@ -259,16 +288,30 @@ final class ThreadCache {
             arena.allocate(sizeIndex, out);
             afterArenaAllocation();
         }
-        placeAndCount(category, requested, sizeIndex, out);
+        placeAndCount(category, requested, sizeIndex, out, true);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
     }
 
-    private void placeAndCount(Category category, int requested, int sizeIndex, Allocation out) {
+    /** Takes the top entry of a stack that holds {@code n > 0} entries into {@code out}. */
+    private void pop(Stack stack, int n, Allocation out) {
+        n--;
+        stack.count = n;
+        if (n < stack.lowWater) {
+            stack.lowWater = n;
+        }
+        out.chunk = arena.chunk(stack.chunkIds[n]);
+        out.handle = stack.handles[n];
+    }
+
+    /** Fills {@code out} and counts it, with plain writes when {@code exclusive} (the owner, or the shared cache's lock held). */
+    private void placeAndCount(Category category, int requested, int sizeIndex, Allocation out, boolean exclusive) {
         int reserved = sizes.size(sizeIndex);
-        out.place(sizeIndex, (int) out.chunk.offset(out.handle), category, requested, reserved);
-        countAllocation(category, requested, reserved, false, out);
+        // a subpage element's size is its class's size: no look-up of the subpage
+        out.place(sizeIndex, (int) out.chunk.offset(out.handle, reserved), category, requested, reserved);
+        out.owner = this;
+        counters.countAllocation(category.id, requested, reserved, false, exclusive);
     }
 
     private void afterArenaAllocation() {
@@ -301,11 +344,11 @@ final class ThreadCache {
     /** Releases a pooled (non-huge) allocation made by any thread. */
     void free(Chunk chunk, long handle, int sizeIndex) {
         if (shared) {
-            if (chunk.arena == arena && sharedBusy.compareAndSet(false, true)) {
+            if (chunk.arena == arena && lockShared()) {
                 try {
                     freeCached(chunk, handle, sizeIndex);
                 } finally {
-                    sharedBusy.set(false);
+                    unlockShared();
                 }
             } else {
                 chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
@@ -348,17 +391,49 @@ final class ThreadCache {
      */
     void countAllocation(Category category, long requestedBytes, long reservedBytes, boolean carved, Allocation out) {
         out.owner = this;
-        counters.countAllocation(category.id, requestedBytes, reservedBytes, carved);
+        counters.countAllocation(category.id, requestedBytes, reservedBytes, carved, !shared);
     }
 
-    /** Counts the release of an allocation this cache owns ({@code carved} as when it was counted). */
+    /**
+     * Counts the release of an allocation this cache owns ({@code carved} as
+     * when it was counted); {@code onOwnerThread} when the caller is this
+     * cache's owner, which counts with plain writes.
+     */
     void countRelease(Category category, long requestedBytes, long reservedBytes, boolean carved, boolean onOwnerThread) {
-        counters.countRelease(category.id, requestedBytes, reservedBytes, carved, onOwnerThread);
+        counters.countRelease(category.id, requestedBytes, reservedBytes, carved, onOwnerThread && !shared);
+    }
+
+    /** Whether virtual threads share this cache. */
+    boolean isShared() {
+        return shared;
+    }
+
+    /**
+     * For a shared cache: counts the release of an allocation it owns and
+     * caches the memory (or hands it to its arena's remote-free queue), all
+     * under the cache's lock, so that the counts are plain writes; false,
+     * with nothing done, when another virtual thread holds the lock. Any thread.
+     */
+    boolean tryReleaseShared(Category category, int requested, int reserved, Chunk chunk, long handle, int sizeIndex) {
+        if (!lockShared()) {
+            return false;
+        }
+        try {
+            counters.countRelease(category.id, requested, reserved, false, true);
+            if (chunk.arena == arena) {
+                freeCached(chunk, handle, sizeIndex);
+            } else {
+                chunk.arena.freeFromOtherArena(chunk, handle);
+            }
+        } finally {
+            unlockShared();
+        }
+        return true;
     }
 
     /** Changes the requested size of a live allocation this cache owns, which keeps its size class. */
     void countResize(Category category, long requestedDelta, boolean onOwnerThread) {
-        counters.countResize(category.id, requestedDelta, onOwnerThread);
+        counters.countResize(category.id, requestedDelta, onOwnerThread && !shared);
     }
 
     /** Asks the owner to give back everything cached, at its next operation. Any thread. */
@@ -372,10 +447,16 @@ final class ThreadCache {
         for (int i = 0; i < stacks.length; i++) {
             Stack stack = stacks[i];
             if (stack != null) {
-                bytes += (long) stack.count * sizes.size(i);
+                bytes += (long) (stack.count + stack.filledCount) * sizes.size(i);
             }
         }
         return bytes;
+    }
+
+    /** Entries of class {@code sizeIndex} cached now, kept holders included, and the most it may hold; for tests. */
+    int[] stackFill(int sizeIndex) {
+        Stack stack = stack(sizeIndex);
+        return new int[] {stack.count + stack.filledCount, stack.capacity};
     }
 
     /** How many size classes have a stack now; stacks are made at a class's first use. */
@@ -394,11 +475,11 @@ final class ThreadCache {
      * once when no virtual thread holds it, else at its next operation.
      */
     void flushShared() {
-        if (sharedBusy.compareAndSet(false, true)) {
+        if (lockShared()) {
             try {
                 flush();
             } finally {
-                sharedBusy.set(false);
+                unlockShared();
             }
         } else {
             requestFlush();
@@ -411,6 +492,9 @@ final class ThreadCache {
         releaseLarge();
         for (int i = 0; i < stacks.length; i++) {
             Stack stack = stacks[i];
+            if (stack != null) {
+                unfill(stack);
+            }
             if (stack != null && stack.count > 0) {
                 arena.freeBatch(stack.chunkIds, stack.handles, 0, stack.count);
                 stack.count = 0;
@@ -442,6 +526,7 @@ final class ThreadCache {
             if (stack == null) {
                 continue;
             }
+            unfill(stack); // what is kept filled goes back to the stack, to be swept like the rest
             int unused = stack.lowWater;
             int n = stack.count;
             if (unused > 0) {
@@ -531,5 +616,100 @@ final class ThreadCache {
     /** Blank holders in the stash now; for tests. */
     int stashedHolders() {
         return holderCount;
+    }
+
+    // ---- filled holders ---------------------------------------------------------------------
+    //
+    // The fastest path of all: a stashed holder released on its owner thread keeps its memory (chunk,
+    // handle, offset, address, reserved size) and waits on top of the stack of its size class, and the
+    // thread's next allocation of that class takes the holder as it is, setting only the category and
+    // the requested size. Nothing about the memory is looked up or computed again, and the holder is
+    // not cleared and filled. The buffer that released it dropped it first, so no stale buffer can
+    // reach it (see SlabwiseDirectByteBuf.deallocate). Owner thread only; a shared cache keeps none.
+
+    /** The most filled holders the stack of one size class keeps; the rest go to the stack as entries. */
+    static final int FILLED_PER_CLASS = 4;
+
+    /**
+     * Keeps a stashed holder whose allocation was just released (and
+     * counted) with its memory, for this thread's next allocation of its
+     * class: false, with nothing changed, when its memory is not this cache's
+     * to keep that way (another arena, an uncached class, a full stack, a
+     * pending flush). The caller has established that no limit and no
+     * evacuation applies. Owner thread only.
+     */
+    boolean keepFilled(Allocation holder) {
+        int sizeIndex = holder.sizeIndex;
+        if (shared || flushRequested || sizeIndex < 0 || sizeIndex >= cachedClasses || holder.chunk.arena != arena) {
+            return false;
+        }
+        Stack stack = stack(sizeIndex);
+        int n = stack.filledCount;
+        if (n == FILLED_PER_CLASS || stack.count + n >= stack.capacity) {
+            return false;
+        }
+        Allocation[] kept = stack.filled;
+        if (kept == null) {
+            stack.filled = kept = new Allocation[FILLED_PER_CLASS];
+        }
+        holder.kept = true;
+        kept[n] = holder;
+        stack.filledCount = n + 1;
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
+            sweep();
+        }
+        return true;
+    }
+
+    /**
+     * A filled holder for {@code requested} bytes of {@code category}, taken
+     * from the stack of its class and counted; null when there is none. The
+     * caller has established that no limit applies (see
+     * {@link Admission#admitsFreely}). Owner thread only.
+     */
+    Allocation takeFilled(Category category, int requested) {
+        if (requested > largestStackedRequest || shared || flushRequested) {
+            return null;
+        }
+        Stack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
+        int n;
+        if (stack == null || (n = stack.filledCount) == 0) {
+            return null;
+        }
+        stack.filledCount = --n;
+        Allocation holder = stack.filled[n];
+        stack.filled[n] = null;
+        holder.kept = false;
+        holder.category = category;
+        holder.requested = requested;
+        counters.countAllocation(category.id, requested, holder.reserved, false, true);
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
+            sweep();
+        }
+        return holder;
+    }
+
+    /**
+     * Turns the filled holders of {@code stack} back into plain entries on
+     * top of it, blank holders going to the stash. The owner thread, or any
+     * thread once the owner is dead.
+     */
+    private void unfill(Stack stack) {
+        Allocation[] kept = stack.filled;
+        if (kept == null) {
+            return;
+        }
+        int n = stack.filledCount;
+        stack.filledCount = 0;
+        for (int i = 0; i < n; i++) {
+            Allocation holder = kept[i];
+            kept[i] = null;
+            stack.hasRoom(); // room is certain: kept holders count against the capacity
+            stack.chunkIds[stack.count] = holder.chunk.id;
+            stack.handles[stack.count] = holder.handle;
+            stack.count++;
+            holder.clear();
+            stashHolder(holder);
+        }
     }
 }

@@ -90,6 +90,11 @@ final class ThreadCaches {
         return cache != null ? cache : bind(thread);
     }
 
+    /** The cache the virtual threads bound to arena {@code index} share. */
+    ThreadCache shared(int index) {
+        return shared[index];
+    }
+
     /** The calling thread's own cache, or null when it has none. */
     ThreadCache own() {
         WeakReference<ThreadCache> ref = caches.get();

@@ -26,7 +26,10 @@ import java.util.Arrays;
  * release stores: a single writer, no atomic instruction. Other threads
  * count the releases (and resizes) of this thread's allocations in a second
  * array with atomic adds, made at the first such release. The shared counters
- * of virtual threads have no owner and count everything in that second array.
+ * of virtual threads have no owner: the first array is written by whichever
+ * thread holds the shared cache's lock (one writer at a time, each seeing its
+ * predecessor's counts through the lock), and the second by the threads that
+ * found the lock taken, or that released without taking it.
  *
  * <h2>Readers never make writers wait</h2>
  * A snapshot ({@link ThreadCaches#snapshot}) reads the allocation side of
@@ -70,8 +73,6 @@ final class ThreadCounters {
         }
     }
 
-    /** No owner: every count is an atomic add (the counters virtual threads share). */
-    private final boolean shared;
     /**
      * The owner's counts; single writer. Long enough for the categories the
      * owner has allocated in: it replaces the array with a longer copy when it
@@ -88,16 +89,19 @@ final class ThreadCounters {
     @SuppressWarnings("unused") // read and written through REMOTE_ARRAY
     private long[][] remote;
 
+    /** {@code shared}: the counters of a cache virtual threads share, which many threads write. */
     ThreadCounters(boolean shared) {
-        this.shared = shared;
-        this.own = new long[shared ? 0 : FIELDS];
+        this.own = new long[FIELDS];
         this.remote = shared ? new long[Category.MAX_CATEGORIES][] : null;
     }
 
-    /** Counts a new allocation; on the owner thread (any thread for shared counters). */
-    void countAllocation(int categoryId, long requestedBytes, long reservedBytes, boolean carved) {
+    /**
+     * Counts a new allocation: with plain writes when {@code exclusive} (the
+     * owner thread, or the holder of a shared cache's lock), else with atomic adds.
+     */
+    void countAllocation(int categoryId, long requestedBytes, long reservedBytes, boolean carved, boolean exclusive) {
         int base = categoryId * FIELDS;
-        if (shared) {
+        if (!exclusive) {
             long[] r = remote(categoryId);
             SLOT.getAndAdd(r, RESERVED_IN, reservedBytes);
             if (carved) {
@@ -120,10 +124,13 @@ final class ThreadCounters {
         SLOT.setRelease(c, base + ALLOCATIONS, c[base + ALLOCATIONS] + 1);
     }
 
-    /** Counts the release of an allocation counted here, {@code carved} as when it was counted. */
-    void countRelease(int categoryId, long requestedBytes, long reservedBytes, boolean carved, boolean onOwnerThread) {
+    /**
+     * Counts the release of an allocation counted here, {@code carved} as when
+     * it was counted; {@code exclusive} as for {@link #countAllocation}.
+     */
+    void countRelease(int categoryId, long requestedBytes, long reservedBytes, boolean carved, boolean exclusive) {
         int base = categoryId * FIELDS;
-        if (onOwnerThread && !shared) {
+        if (exclusive) {
             long[] c = (long[]) OWN_ARRAY.get(this);
             SLOT.setRelease(c, base + REQUESTED_OUT, c[base + REQUESTED_OUT] + requestedBytes);
             SLOT.setRelease(c, base + RESERVED_OUT, c[base + RESERVED_OUT] + reservedBytes);
@@ -142,10 +149,10 @@ final class ThreadCounters {
         }
     }
 
-    /** Counts a change of a live allocation's requested bytes (its reserved bytes stay). */
-    void countResize(int categoryId, long requestedDelta, boolean onOwnerThread) {
+    /** Counts a change of a live allocation's requested bytes (its reserved bytes stay); {@code exclusive} as above. */
+    void countResize(int categoryId, long requestedDelta, boolean exclusive) {
         int base = categoryId * FIELDS;
-        if (onOwnerThread && !shared) {
+        if (exclusive) {
             long[] c = (long[]) OWN_ARRAY.get(this);
             SLOT.setRelease(c, base + REQUESTED_IN, c[base + REQUESTED_IN] + requestedDelta);
         } else {

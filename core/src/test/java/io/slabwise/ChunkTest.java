@@ -51,7 +51,7 @@ class ChunkTest {
         for (int length : new int[] {1, 3, 8, 2, 17}) {
             long handle = chunk.allocateRun(length);
             assertEquals(expected, Chunk.runStart(handle));
-            assertEquals((long) expected << PAGE_SHIFT, chunk.offset(handle));
+            assertEquals((long) expected << PAGE_SHIFT, chunk.offset(handle, 0));
             expected += length;
         }
         assertEquals(64 - expected, chunk.freePages);
@@ -222,7 +222,7 @@ class ChunkTest {
         assertEquals(subpage, chunk.subpageAt(start));
         for (int e = 0; e < subpage.elements; e++) {
             long handle = subpage.allocate();
-            assertEquals(((long) start << PAGE_SHIFT) + (long) e * 9216, chunk.offset(handle));
+            assertEquals(((long) start << PAGE_SHIFT) + (long) e * 9216, chunk.offset(handle, 9216));
         }
     }
 }

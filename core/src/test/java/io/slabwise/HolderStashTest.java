@@ -4,6 +4,11 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -15,7 +20,11 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The thread cache's stash of blank allocation holders, behind {@link MemoryPool#allocateStashed}. */
+/**
+ * The thread cache's holders behind {@link MemoryPool#allocateStashed}: the
+ * stash of blank ones, and the ones kept filled with the memory they released
+ * for the thread's next allocation of their size class.
+ */
 @Timeout(60)
 class HolderStashTest {
 
@@ -27,39 +36,152 @@ class HolderStashTest {
         pool.close();
     }
 
+    private ThreadCache own() {
+        return pool.threadCaches.own();
+    }
+
     @Test
-    void aHolderFreedOnItsThreadServesTheNextAllocation() {
+    void aHolderFreedOnItsThreadServesTheNextAllocationOfItsClassWithItsMemory() {
         Allocation first = pool.allocateStashed(pool.defaultCategory(), 100, false);
         assertTrue(first.isLive());
-        assertSame(pool.threadCaches.own(), first.owner);
+        assertSame(own(), first.owner);
+        int offset = first.offset();
+        long address = first.address();
         pool.free(first);
-        assertFalse(first.isLive());
-        assertEquals(1, pool.threadCaches.own().stashedHolders());
-        Allocation second = pool.allocateStashed(pool.defaultCategory(), 5000, false);
+        assertFalse(first.isLive(), "kept with its memory, but not live");
+        assertThrows(IllegalStateException.class, () -> pool.free(first), "a double free of a kept holder throws");
+        assertThrows(IllegalStateException.class, first::buffer);
+        assertEquals(0, own().stashedHolders(), "kept filled, not stashed blank");
+        long cached = pool.stats().cachedBytes(); // the kept memory, and the rest of the first refill's batch
+
+        Allocation second = pool.allocateStashed(pool.defaultCategory(), 97, false); // same class as 100
         assertSame(first, second);
-        assertEquals(5000, second.requestedBytes());
-        assertEquals(0, pool.threadCaches.own().stashedHolders());
+        assertTrue(second.isLive());
+        assertEquals(offset, second.offset());
+        assertEquals(address, second.address());
+        assertEquals(97, second.requestedBytes());
+        PoolStats stats = pool.stats();
+        assertEquals(97, stats.requestedBytes(), stats::report);
+        assertEquals(second.reservedBytes(), stats.reservedBytes());
+        assertEquals(1, stats.liveAllocations());
+        assertEquals(cached - first.reservedBytes(), stats.cachedBytes());
         pool.free(second);
         assertThrows(IllegalStateException.class, () -> pool.free(second), "a double free still throws");
     }
 
     @Test
-    void theStashKeepsAtMostItsCapacityAndPlainHoldersNeverEnterIt() {
-        Allocation[] held = new Allocation[ThreadCache.HOLDER_STASH_CAPACITY + 3];
+    void aKeptHolderTakesTheCategoryOfItsNextAllocation() {
+        Category logs = pool.category("logs");
+        Category blocks = pool.category("blocks");
+        Allocation a = pool.allocateStashed(logs, 700, false);
+        pool.free(a);
+        Allocation b = pool.allocateStashed(blocks, 700, false);
+        assertSame(a, b);
+        assertSame(blocks, b.category());
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.category("logs").requested(), stats::report);
+        assertEquals(0, stats.category("logs").liveBuffers());
+        assertEquals(700, stats.category("blocks").requested());
+        assertEquals(1, stats.category("blocks").liveBuffers());
+        pool.free(b);
+    }
+
+    @Test
+    void anotherClassTakesABlankHolderAndAFlushTurnsKeptHoldersBlank() {
+        Allocation small = pool.allocateStashed(pool.defaultCategory(), 100, false);
+        pool.free(small);
+        Allocation other = pool.allocateStashed(pool.defaultCategory(), 5000, false);
+        assertNotSame(small, other, "the kept holder waits for its own class");
+        pool.free(other);
+        assertTrue(pool.stats().cachedBytes() >= small.reservedBytes() + other.reservedBytes());
+        own().flush();
+        assertEquals(0, pool.stats().cachedBytes(), "a flush gives kept memory back to the arena");
+        assertEquals(2, own().stashedHolders(), "and keeps the holders, blank");
+        assertFalse(small.isLive());
+        assertEquals(0, small.requestedBytes());
+    }
+
+    @Test
+    void theStashAndTheKeptHoldersStayWithinTheirCapacities() {
+        Allocation[] held = new Allocation[ThreadCache.FILLED_PER_CLASS + ThreadCache.HOLDER_STASH_CAPACITY + 3];
         for (int i = 0; i < held.length; i++) {
             held[i] = pool.allocateStashed(pool.defaultCategory(), 64, false);
         }
         for (Allocation a : held) {
             pool.free(a);
         }
-        assertEquals(ThreadCache.HOLDER_STASH_CAPACITY, pool.threadCaches.own().stashedHolders());
+        assertEquals(ThreadCache.HOLDER_STASH_CAPACITY, own().stashedHolders());
+        assertTrue(pool.stats().cachedBytes() >= (long) held.length * 64, "every release cached, kept or not");
         Allocation plain = new Allocation();
         pool.allocate(64, plain);
         pool.free(plain);
-        assertEquals(ThreadCache.HOLDER_STASH_CAPACITY, pool.threadCaches.own().stashedHolders());
+        assertEquals(ThreadCache.HOLDER_STASH_CAPACITY, own().stashedHolders(), "plain holders never enter the stash");
+        assertFalse(plain.isLive());
     }
 
-    /** The race excluded: a holder freed on another thread never enters either thread's stash. */
+    /** Holders kept filled count against the stack's capacity, so that turning them into entries always fits. */
+    @Test
+    void aPlainAllocationOfAClassWithKeptHoldersTakesThemAsEntries() {
+        int size = 64 * 1024; // a page class: a small stack, so the capacity is reached
+        List<Allocation> stashed = new ArrayList<>();
+        for (int i = 0; i < ThreadCache.FILLED_PER_CLASS; i++) {
+            stashed.add(pool.allocateStashed(pool.defaultCategory(), size, false));
+        }
+        Set<Long> keptPlaces = new HashSet<>();
+        for (Allocation a : stashed) {
+            keptPlaces.add(place(a));
+            pool.free(a);
+        }
+        List<Allocation> plain = new ArrayList<>();
+        Set<Long> places = new HashSet<>();
+        for (int i = 0; i < 40; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(size, a);
+            assertTrue(places.add(place(a)), "no memory handed out twice");
+            plain.add(a);
+        }
+        assertTrue(places.containsAll(keptPlaces), "the kept memory was used first");
+        for (Allocation a : plain) {
+            pool.free(a);
+        }
+        for (int i = 0; i < 40; i++) {
+            Allocation a = pool.allocateStashed(pool.defaultCategory(), size, false);
+            pool.free(a);
+        }
+        int[] fill = own().stackFill(SizeClasses.indexOf(size));
+        assertTrue(fill[0] <= fill[1], () -> fill[0] + " entries cached, capacity " + fill[1]);
+        assertEquals((long) fill[0] * size, pool.stats().cachedBytes());
+    }
+
+    @Test
+    void aCategoryWithAQuotaIsNeverKeptSoItsQuotaComesBackAtOnce() {
+        MemoryPool limited = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).quota("capped", 4096).build());
+        try {
+            Category capped = limited.category("capped");
+            Allocation a = limited.allocateStashed(capped, 4096, false);
+            limited.free(a);
+            assertEquals(0, capped.trackedReserved.get());
+            assertEquals(1, limited.threadCaches.own().stashedHolders(), "cleared and stashed, not kept");
+            Allocation b = limited.allocateStashed(capped, 4096, false);
+            assertSame(a, b);
+            assertEquals(4096, capped.trackedReserved.get());
+            limited.free(b);
+        } finally {
+            limited.close();
+        }
+    }
+
+    @Test
+    void aClosedPoolKeepsNothing() {
+        MemoryPool closing = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).build());
+        Allocation a = closing.allocateStashed(closing.defaultCategory(), 100, false);
+        closing.close();
+        closing.free(a);
+        assertEquals(0, closing.threadCaches.own() == null ? 0 : closing.threadCaches.own().cachedBytes());
+        assertEquals(0, closing.committedBytes(), "the last release of a closed pool gives its chunk back");
+    }
+
+    /** The race excluded: a holder freed on another thread is neither kept nor stashed by either thread. */
     @Test
     void aHolderFreedOnAnotherThreadIsLeftAlone() throws Exception {
         Allocation a = pool.allocateStashed(pool.defaultCategory(), 64, false);
@@ -75,9 +197,67 @@ class HolderStashTest {
             other.shutdown();
             assertTrue(other.awaitTermination(30, TimeUnit.SECONDS));
         }
-        assertEquals(0, pool.threadCaches.own().stashedHolders());
+        assertEquals(0, own().stashedHolders());
+        assertFalse(a.isLive());
         Allocation next = pool.allocateStashed(pool.defaultCategory(), 64, false);
         assertNotSame(a, next);
         pool.free(next);
+    }
+
+    /** Where an allocation's memory is: its chunk (one arena here, so ids are unique) and offset. */
+    private static long place(Allocation a) {
+        return ((long) a.chunk.id << 32) | a.offset();
+    }
+
+    /**
+     * A seeded random mix of stashed and plain allocations and releases of a
+     * few classes, flushes and sweeps, checked against a model after every
+     * step: no memory is live twice, and the pool's counts and cached bytes
+     * agree with what the test holds.
+     */
+    @Test
+    void randomTrafficAgreesWithAModel() {
+        Random random = new Random(20261125L);
+        int[] sizes = {16, 64, 100, 1024, 4097, 65536};
+        List<Allocation> live = new ArrayList<>();
+        long requested = 0;
+        for (int step = 0; step < 30_000; step++) {
+            int action = random.nextInt(10);
+            if (action < 5 && live.size() < 200) {
+                int size = sizes[random.nextInt(sizes.length)] - random.nextInt(8);
+                Allocation a;
+                if (random.nextInt(4) == 0) {
+                    a = new Allocation();
+                    assertTrue(pool.allocate(size, a));
+                } else {
+                    a = pool.allocateStashed(pool.defaultCategory(), size, false);
+                }
+                for (Allocation other : live) {
+                    boolean apart = other.chunk != a.chunk || other.offset() + other.reservedBytes() <= a.offset()
+                            || a.offset() + a.reservedBytes() <= other.offset();
+                    assertTrue(apart, () -> "overlap: " + a + " and " + other);
+                }
+                live.add(a);
+                requested += size;
+            } else if (action < 9 && !live.isEmpty()) {
+                Allocation a = live.remove(random.nextInt(live.size()));
+                requested -= a.requestedBytes();
+                pool.free(a);
+                assertFalse(a.isLive());
+            } else if (random.nextInt(50) == 0) {
+                own().flush();
+            }
+            if (step % 997 == 0) {
+                PoolStats stats = pool.stats();
+                assertEquals(requested, stats.requestedBytes(), stats::report);
+                assertEquals(live.size(), stats.liveAllocations());
+                assertEquals(own().cachedBytes(), stats.cachedBytes(), stats::report);
+            }
+        }
+        for (Allocation a : live) {
+            pool.free(a);
+        }
+        own().flush();
+        assertEquals(0, pool.stats().cachedBytes());
     }
 }

@@ -56,7 +56,7 @@ class SubpageTest {
                 assertEquals(subpage.runStart, Chunk.runStart(handle));
                 assertEquals(subpage.runPages, Chunk.runPages(handle));
                 assertTrue(elements.add(Chunk.element(handle)), "element handed out twice");
-                long offset = chunk.offset(handle);
+                long offset = chunk.offset(handle, size);
                 assertTrue(offsets.add(offset));
                 assertEquals(0, (offset - runOffset) % size, "offsets are whole elements apart");
                 assertTrue(offset >= runOffset && offset + size <= runOffset + runBytes, "element inside its run");

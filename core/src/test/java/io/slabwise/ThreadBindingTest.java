@@ -172,6 +172,65 @@ class ThreadBindingTest {
         assertEquals(0, pool.committedBytes(), "everything a virtual thread released reached its arena");
     }
 
+    /**
+     * The two ways a shared cache counts, forced: while the test holds the
+     * cache's lock, virtual threads allocate past it and count with atomic
+     * adds; the releases made later hold the lock and count with plain
+     * writes. Both land in the same figures, exactly.
+     */
+    @Test
+    void aSharedCacheCountsExactlyWhetherItsLockIsFreeOrTaken() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        List<Allocation> held = java.util.Collections.synchronizedList(new ArrayList<>());
+        long requested = 0;
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            assertTrue(shared.lockShared());
+            try {
+                List<Future<?>> futures = new ArrayList<>();
+                for (int i = 0; i < 200; i++) {
+                    int size = 64 + i * 13;
+                    requested += size;
+                    futures.add(virtual.submit(() -> {
+                        Allocation a = pool.allocateStashed(pool.defaultCategory(), size, false);
+                        Allocation passing = new Allocation();
+                        pool.allocate(size, passing);
+                        pool.free(passing); // the lock is taken: counted atomically, freed through the arena's queue
+                        held.add(a);
+                    }));
+                }
+                for (Future<?> future : futures) {
+                    future.get();
+                }
+                PoolStats stats = pool.stats();
+                assertEquals(requested, stats.requestedBytes(), stats::report);
+                assertEquals(200, stats.liveAllocations());
+            } finally {
+                shared.unlockShared();
+            }
+            List<Future<?>> releases = new ArrayList<>();
+            for (Allocation a : held) {
+                releases.add(virtual.submit(() -> pool.free(a))); // the lock is free: counted under it
+            }
+            for (Future<?> release : releases) {
+                release.get();
+            }
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.reservedBytes());
+        assertEquals(0, stats.liveAllocations());
+        assertEquals(400, stats.allocations());
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "everything came back");
+        pool.close();
+    }
+
     @Test
     void aPlatformThreadIsNotVirtual() {
         assertFalse(VirtualThreads.isVirtual(Thread.currentThread()));
