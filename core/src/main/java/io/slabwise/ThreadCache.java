@@ -653,7 +653,11 @@ final class ThreadCache {
             stack.filled = kept = new Allocation[FILLED_PER_CLASS];
         }
         holder.kept = true;
-        kept[n] = holder;
+        if (kept[n] != holder) {
+            // a thread releasing what it allocated puts the same holder back in the same slot; skipping the
+            // store then skips the garbage collector's write barrier, costly for a long-lived array (see takeFilled)
+            kept[n] = holder;
+        }
         stack.filledCount = n + 1;
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
@@ -677,10 +681,13 @@ final class ThreadCache {
             return null;
         }
         stack.filledCount = --n;
-        Allocation holder = stack.filled[n];
-        stack.filled[n] = null;
+        Allocation holder = stack.filled[n]; // the slot keeps naming it, for its return (see keepFilled)
         holder.kept = false;
-        holder.category = category;
+        if (holder.category != category) {
+            // a reference stored into a long-lived object costs G1 a memory fence and a card mark
+            // (a few nanoseconds, more than the rest of this method); the category rarely changes
+            holder.category = category;
+        }
         holder.requested = requested;
         counters.countAllocation(category.id, requested, holder.reserved, false, true);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
@@ -703,7 +710,6 @@ final class ThreadCache {
         stack.filledCount = 0;
         for (int i = 0; i < n; i++) {
             Allocation holder = kept[i];
-            kept[i] = null;
             stack.hasRoom(); // room is certain: kept holders count against the capacity
             stack.chunkIds[stack.count] = holder.chunk.id;
             stack.handles[stack.count] = holder.handle;
@@ -711,5 +717,6 @@ final class ThreadCache {
             holder.clear();
             stashHolder(holder);
         }
+        java.util.Arrays.fill(kept, null); // the slots above the count too, which may name holders in use
     }
 }

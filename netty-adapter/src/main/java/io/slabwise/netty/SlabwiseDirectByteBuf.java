@@ -151,7 +151,9 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
             buf = newInstance(true, nativeAccess); // a new holder, or one whose object moved to another allocation
             EngineAccess.attach(a, buf);
         }
-        buf.allocation = a;
+        if (buf.allocation != a) { // a recycled object comes back with its own holder (see init)
+            buf.allocation = a;
+        }
         buf.init(allocator, pool, general, maxCapacity);
         return buf;
     }
@@ -174,9 +176,17 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     }
 
     private void init(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int maxCapacity) {
-        this.allocator = allocator;
-        this.pool = pool;
-        this.source = source;
+        // a recycled object is long-lived, and a reference stored into a long-lived object costs G1 a memory
+        // fence and a card mark: what it already holds (the usual case) is not stored again
+        if (this.allocator != allocator) {
+            this.allocator = allocator;
+        }
+        if (this.pool != pool) {
+            this.pool = pool;
+        }
+        if (this.source != source) {
+            this.source = source;
+        }
         attach(allocation);
         maxCapacity(maxCapacity);
         if (recycled) {
