@@ -118,19 +118,28 @@ final class Arena {
     }
 
     /** Allocates one element of size class {@code sizeIndex}; fills {@code out}'s chunk and handle. */
-    synchronized void allocate(int sizeIndex, Allocation out) {
+    void allocate(int sizeIndex, Allocation out) {
+        allocate(sizeIndex, sizes.size(sizeIndex), out);
+    }
+
+    /**
+     * Allocates {@code bytes} for a request of class {@code sizeIndex}: an
+     * element of a subpage for a small class, else a run of {@code bytes}, a
+     * whole number of pages (the class's size, or less for a request the pool
+     * fits to whole pages). Fills {@code out}'s chunk and handle.
+     */
+    synchronized void allocate(int sizeIndex, int bytes, Allocation out) {
         drainRemoteFrees(DRAIN_BATCH);
         if (sizes.isSmall(sizeIndex)) {
             allocateSmall(sizeIndex, out);
         } else {
-            out.chunk = allocateRun(sizeIndex);
+            out.chunk = allocateRun(bytes >>> pageShift);
             out.handle = carvedRunHandle;
         }
     }
 
-    /** Carves a run of a page-multiple class; returns its chunk and leaves its handle in {@link #carvedRunHandle}. */
-    private Chunk allocateRun(int sizeIndex) {
-        int runPages = sizes.size(sizeIndex) >>> pageShift;
+    /** Carves a run of {@code runPages} pages; returns its chunk and leaves its handle in {@link #carvedRunHandle}. */
+    private Chunk allocateRun(int runPages) {
         Chunk chunk = chunkWithRun(runPages);
         carvedRunHandle = chunk.allocateRun(runPages);
         chunk.usedBytes += (long) runPages << pageShift;
@@ -163,7 +172,8 @@ final class Arena {
     synchronized int allocateBatch(int sizeIndex, int[] chunkIdsOut, long[] handlesOut, int max) {
         boolean small = sizes.isSmall(sizeIndex);
         refillClass = sizeIndex;
-        refillRunPages = small ? -1 : sizes.size(sizeIndex) >>> pageShift;
+        int runPages = small ? -1 : sizes.size(sizeIndex) >>> pageShift;
+        refillRunPages = runPages;
         refillChunkIds = chunkIdsOut;
         refillHandles = handlesOut;
         refillMax = max;
@@ -185,7 +195,7 @@ final class Arena {
         int n = refillCount;
         if (!small) {
             if (n == 0) {
-                chunkIdsOut[0] = allocateRun(sizeIndex).id;
+                chunkIdsOut[0] = allocateRun(runPages).id;
                 handlesOut[0] = carvedRunHandle;
                 n = 1;
             }

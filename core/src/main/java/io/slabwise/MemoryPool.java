@@ -78,6 +78,8 @@ public final class MemoryPool implements AutoCloseable {
 
     private final PoolConfig config;
     private final SizeClasses sizes;
+    /** Requests above this many bytes (and at most a chunk) reserve a run of whole pages, not their size class. */
+    private final int fittedAbove;
     private final Arena[] arenas;
     private final CommittedMemory committed;
     private final Admission admission;
@@ -107,6 +109,10 @@ public final class MemoryPool implements AutoCloseable {
     public MemoryPool(PoolConfig config) {
         this.config = Objects.requireNonNull(config, "config");
         this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
+        // above what thread caches keep by class (and above 8 pages, where every class is a run),
+        // a run fits the request to whole pages instead of its class: up to 12.5% less reserved
+        this.fittedAbove = Math.min(config.chunkSize(), Math.max(8 * config.pageSize(),
+                config.maxCachedSize() <= 0 ? 0 : sizes.size(SizeClasses.indexOf(Math.min(config.maxCachedSize(), config.chunkSize())))));
         MemoryLimit limit = new MemoryLimit(config.maxMemory());
         this.committed = new CommittedMemory(config.chunkSource(), limit);
         this.arenas = new Arena[config.arenas()];
@@ -399,10 +405,16 @@ public final class MemoryPool implements AutoCloseable {
         return sizes.chunkSize();
     }
 
-    /** The size one request of {@code requested} bytes reserves. */
+    /**
+     * The size one request of {@code requested} bytes reserves: its size
+     * class up to the largest size thread caches keep (64 KiB by default, and
+     * never less than 8 pages), whole pages above (a run fitted to the
+     * request, so a 65 KiB request reserves 72 KiB with 8 KiB pages, not its
+     * class's 80 KiB), and whole pages of a region of its own above a chunk.
+     */
     public int reservedSizeFor(int requested) {
         checkRequest(requested);
-        return requested > sizes.chunkSize() ? roundToPage(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
+        return requested > fittedAbove ? roundToPage(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
     }
 
     /**
@@ -509,7 +521,7 @@ public final class MemoryPool implements AutoCloseable {
     private int tryGeneral(Category category, int requested, Allocation out, boolean pastCache) {
         boolean huge = requested > sizes.chunkSize();
         int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
-        int reserved = huge ? roundToPage(requested) : sizes.size(sizeIndex);
+        int reserved = huge || requested > fittedAbove ? roundToPage(requested) : sizes.size(sizeIndex);
         if (!category.admit(reserved)) {
             return Attempt.QUOTA;
         }
@@ -519,9 +531,9 @@ public final class MemoryPool implements AutoCloseable {
             if (huge) {
                 allocateHuge(cache, category, requested, out);
             } else if (pastCache) {
-                cache.allocateFromArena(category, requested, sizeIndex, out);
+                cache.allocateFromArena(category, requested, sizeIndex, reserved, out);
             } else {
-                cache.allocate(category, requested, sizeIndex, out);
+                cache.allocate(category, requested, sizeIndex, reserved, out);
             }
             return Attempt.DONE;
         } catch (CeilingReached e) {
@@ -645,7 +657,7 @@ public final class MemoryPool implements AutoCloseable {
 
     /**
      * Records that a live allocation now stands for {@code newRequested} bytes
-     * without moving; allowed only while the new size maps to the same size class.
+     * without moving; allowed only while the new size reserves just as much (see {@link #reservedSizeFor}).
      *
      * @return true when the allocation was resized in place, false when it must move
      */
@@ -663,10 +675,11 @@ public final class MemoryPool implements AutoCloseable {
             countResize(allocation, newRequested);
             return true;
         }
-        boolean sameClass = allocation.chunk.huge
-                ? roundToPage(Math.max(newRequested, sizes.chunkSize() + 1)) == allocation.reserved
-                : SizeClasses.indexOf(Math.max(1, newRequested)) == allocation.sizeIndex;
-        if (!sameClass) {
+        // in place while a request of the new size would reserve just as much (the same class, or the same pages)
+        int newReserved = allocation.chunk.huge
+                ? roundToPage(Math.max(newRequested, sizes.chunkSize() + 1))
+                : reservedSizeFor(newRequested);
+        if (newReserved != allocation.reserved) {
             return false;
         }
         countResize(allocation, newRequested);

@@ -229,21 +229,27 @@ final class ThreadCache {
         return stack;
     }
 
-    /** Allocates {@code requested} bytes (at most a chunk) of size class {@code sizeIndex} into {@code out}. */
-    void allocate(Category category, int requested, int sizeIndex, Allocation out) {
+    /**
+     * Allocates {@code requested} bytes (at most a chunk) of size class
+     * {@code sizeIndex} into {@code out}, reserving {@code reserved} bytes: the
+     * class's size, or the request rounded to whole pages when the pool fits it
+     * (see {@link MemoryPool#reservedSizeFor}).
+     */
+    void allocate(Category category, int requested, int sizeIndex, int reserved, Allocation out) {
         if (shared) {
             if (lockShared()) {
                 try {
-                    allocateCached(category, requested, sizeIndex, out);
+                    allocateCached(category, requested, sizeIndex, reserved, out);
                 } finally {
                     unlockShared();
                 }
             } else {
-                allocateFromArena(category, requested, sizeIndex, out); // another virtual thread has the stacks: never wait
+                // another virtual thread has the stacks: never wait
+                allocateFromArena(category, requested, sizeIndex, reserved, out);
             }
             return;
         }
-        allocateCached(category, requested, sizeIndex, out);
+        allocateCached(category, requested, sizeIndex, reserved, out);
     }
 
     /**
@@ -252,14 +258,14 @@ final class ThreadCache {
      * and for a compaction's moves, which must never take memory cached in a
      * chunk being evacuated.
      */
-    void allocateFromArena(Category category, int requested, int sizeIndex, Allocation out) {
-        arena.allocate(sizeIndex, out);
+    void allocateFromArena(Category category, int requested, int sizeIndex, int reserved, Allocation out) {
+        arena.allocate(sizeIndex, reserved, out);
         afterArenaAllocation();
-        placeAndCount(category, requested, sizeIndex, out, !shared);
+        placeAndCount(category, requested, sizeIndex, reserved, out, !shared);
     }
 
     /** Allocates through the stacks; the owner thread, or a virtual thread holding a shared cache. */
-    private void allocateCached(Category category, int requested, int sizeIndex, Allocation out) {
+    private void allocateCached(Category category, int requested, int sizeIndex, int reserved, Allocation out) {
         if (flushRequested) {
             flush();
         }
@@ -268,7 +274,7 @@ final class ThreadCache {
             unfill(stack); // a caller with a holder of its own takes what is kept filled as plain entries
         }
         int n = stack != null ? stack.count : 0;
-        if (sizeIndex == largeSizeIndex) {
+        if (sizeIndex == largeSizeIndex && largeBytes() == reserved) {
             out.chunk = largeChunk;
             out.handle = largeHandle;
             largeChunk = null;
@@ -285,10 +291,10 @@ final class ThreadCache {
             out.handle = stack.handles[n];
             afterArenaAllocation();
         } else {
-            arena.allocate(sizeIndex, out);
+            arena.allocate(sizeIndex, reserved, out);
             afterArenaAllocation();
         }
-        placeAndCount(category, requested, sizeIndex, out, true);
+        placeAndCount(category, requested, sizeIndex, reserved, out, true);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
@@ -306,9 +312,9 @@ final class ThreadCache {
     }
 
     /** Fills {@code out} and counts it, with plain writes when {@code exclusive} (the owner, or the shared cache's lock held). */
-    private void placeAndCount(Category category, int requested, int sizeIndex, Allocation out, boolean exclusive) {
-        int reserved = sizes.size(sizeIndex);
-        // a subpage element's size is its class's size: no look-up of the subpage
+    private void placeAndCount(Category category, int requested, int sizeIndex, int reserved, Allocation out,
+                               boolean exclusive) {
+        // a subpage element's size is its class's size, the reserved size: no look-up of the subpage
         out.place(sizeIndex, (int) out.chunk.offset(out.handle, reserved), category, requested, reserved);
         out.owner = this;
         counters.countAllocation(category.id, requested, reserved, false, exclusive);
@@ -443,7 +449,7 @@ final class ThreadCache {
 
     /** Bytes held in the stacks; exact only from the owner or after the owner died. */
     long cachedBytes() {
-        long bytes = largeChunk == null ? 0 : sizes.size(largeSizeIndex);
+        long bytes = largeChunk == null ? 0 : largeBytes();
         for (int i = 0; i < stacks.length; i++) {
             Stack stack = stacks[i];
             if (stack != null) {
@@ -539,6 +545,11 @@ final class ThreadCache {
             stack.lowWater = n;
         }
         moveIfCrowded();
+    }
+
+    /** The size of what the large slot holds: an element of its class, or a run (which may be fitted to whole pages). */
+    private int largeBytes() {
+        return Chunk.isSubpage(largeHandle) ? sizes.size(largeSizeIndex) : Chunk.runPages(largeHandle) * sizes.pageSize();
     }
 
     private void releaseLarge() {

@@ -31,7 +31,12 @@ class MemoryPoolTest {
         return PoolConfig.builder().chunkSize(CHUNK).chunkSource(ChunkSource.direct());
     }
 
-    /** The size class (or page-rounded huge size) every boundary request must reserve, worked out by hand. */
+    /**
+     * What every boundary request must reserve, worked out by hand: its size
+     * class up to 64 KiB (what thread caches keep), whole pages above (a run
+     * fitted to the request: 200,000 bytes reserve 25 pages, 204,800, where
+     * the class would be 212,992), and whole pages of a region beyond a chunk.
+     */
     private static int expectedReserved(int requested) {
         Map<Integer, Integer> table = new HashMap<>();
         table.put(0, 16);
@@ -45,7 +50,9 @@ class MemoryPoolTest {
         table.put(8192, 8192);
         table.put(8193, 9216);
         table.put(65536, 65536);
-        table.put(65537, 73728);
+        table.put(65537, 73728); // 9 pages, also the class
+        table.put(200_000, 204_800); // 25 pages; class 212,992
+        table.put(600_000, 606_208); // 74 pages; class 655,360
         table.put(CHUNK - 1, CHUNK);
         table.put(CHUNK, CHUNK);
         table.put(CHUNK + 1, CHUNK + PAGE);
@@ -63,8 +70,8 @@ class MemoryPoolTest {
      * chunk source after a trim.
      */
     @ParameterizedTest
-    @ValueSource(ints = {0, 1, 16, 17, 128, 129, 4096, 4097, 8192, 8193, 65536, 65537, CHUNK - 1, CHUNK, CHUNK + 1,
-            CHUNK + PAGE, CHUNK + PAGE + 1})
+    @ValueSource(ints = {0, 1, 16, 17, 128, 129, 4096, 4097, 8192, 8193, 65536, 65537, 200_000, 600_000, CHUNK - 1, CHUNK,
+            CHUNK + 1, CHUNK + PAGE, CHUNK + PAGE + 1})
     void everySizePathReservesItsClass(int requested) {
         MemoryPool pool = new MemoryPool(config().arenas(1).build());
         int reserved = expectedReserved(requested);
@@ -563,6 +570,38 @@ class MemoryPoolTest {
         assertEquals(0, pool.requestedBytes());
         assertEquals(0, pool.reservedBytes());
         assertThrows(IllegalStateException.class, () -> pool.resizeInPlace(a, 100));
+    }
+
+    /**
+     * Above 64 KiB a run is fitted to whole pages: a resize stays in place
+     * while the new size needs the same pages, and a thread's large slot
+     * serves the next request only when it needs just as many pages.
+     */
+    @Test
+    void aFittedRunResizesInPlaceWithinItsPagesAndTheLargeSlotMatchesPages() {
+        MemoryPool pool = new MemoryPool(config().arenas(1).build());
+        Allocation a = new Allocation();
+        pool.allocate(200_000, a); // 25 pages
+        assertEquals(25 * PAGE, a.reservedBytes());
+        assertTrue(pool.resizeInPlace(a, 25 * PAGE));
+        assertTrue(pool.resizeInPlace(a, 24 * PAGE + 1));
+        assertFalse(pool.resizeInPlace(a, 24 * PAGE), "24 pages would do: it must move");
+        assertEquals(24 * PAGE + 1, pool.requestedBytes());
+        assertEquals(25 * PAGE, pool.reservedBytes());
+        int offset = a.offset();
+        pool.free(a); // into this thread's large slot
+
+        Allocation b = new Allocation();
+        pool.allocate(200_000 + PAGE, b); // the same class, one page more
+        assertEquals(26 * PAGE, b.reservedBytes());
+        assertTrue(b.offset() != offset, "26 pages do not fit the slot's 25");
+        pool.free(b); // the slot keeps the 25 pages; these go back to the arena
+        Allocation c = new Allocation();
+        pool.allocate(24 * PAGE + 100, c);
+        assertEquals(offset, c.offset(), "25 pages: the slot serves it");
+        pool.free(c);
+        assertEquals(0, pool.reservedBytes());
+        pool.close();
     }
 
     /** A resize by a thread other than the allocating one is counted against the allocating thread's figures. */
