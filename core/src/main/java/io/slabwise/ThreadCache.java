@@ -43,8 +43,12 @@ import java.lang.ref.WeakReference;
  * into plain entries.
  *
  * <h2>Refills</h2>
- * When the stack of a cached size class is empty, the cache takes up to
- * {@link #REFILL_BATCH} allocations from the arena under one lock: first
+ * When the stack of a cached size class is empty, the cache takes a batch of
+ * allocations from the arena under one lock: {@link #FIRST_REFILL_BATCH} at a
+ * class's first refill, twice as many at each refill after, up to
+ * {@link #REFILL_BATCH}, and half as many again after a sweep finds entries of
+ * the class unused (so a thread that touches many classes now and then holds
+ * little, and one that keeps allocating a class takes it 16 at a time): first
  * memory of that class that other threads released into the arena's
  * remote-free queue, then, for a small class, elements of subpages with room;
  * a page class takes one new run only when the queue gave none. While callers
@@ -92,6 +96,8 @@ final class ThreadCache {
     static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
     static final int REFILL_BATCH = 16;
+    /** A size class's first refill takes this many; a class refilled again and again works up to {@link #REFILL_BATCH}. */
+    static final int FIRST_REFILL_BATCH = 2;
     private static final Stack[] NO_STACKS = new Stack[0];
 
     /** The pool's thread caches, for reclaiming dead threads' caches when the arena grows. */
@@ -143,6 +149,13 @@ final class ThreadCache {
         int count;
         /** The fewest entries the stack held since the last sweep: that many were not needed. */
         int lowWater;
+        /**
+         * How many allocations the next refill takes: it starts at
+         * {@link #FIRST_REFILL_BATCH}, doubles at every refill up to
+         * {@link #REFILL_BATCH}, and halves at a sweep that finds entries the
+         * thread did not need.
+         */
+        int batch = FIRST_REFILL_BATCH;
         /**
          * The stack's newest entries, kept in the holders of the buffers that
          * released them (see {@link #keepFilled}); made at the first one.
@@ -284,7 +297,8 @@ final class ThreadCache {
             pop(stack, n, out);
         } else if (stack != null) {
             // refill the stack with a batch under one lock, then take from it
-            int batch = limit.hasWaiters() ? 1 : Math.min(REFILL_BATCH, stack.chunkIds.length);
+            int batch = limit.hasWaiters() ? 1 : Math.min(stack.batch, stack.chunkIds.length);
+            stack.batch = Math.min(REFILL_BATCH, stack.batch * 2);
             n = arena.allocateBatch(sizeIndex, stack.chunkIds, stack.handles, batch) - 1;
             stack.count = n;
             out.chunk = arena.chunk(stack.chunkIds[n]);
@@ -536,6 +550,7 @@ final class ThreadCache {
             int unused = stack.lowWater;
             int n = stack.count;
             if (unused > 0) {
+                stack.batch = Math.max(FIRST_REFILL_BATCH, stack.batch / 2);
                 arena.freeBatch(stack.chunkIds, stack.handles, 0, unused);
                 System.arraycopy(stack.chunkIds, unused, stack.chunkIds, 0, n - unused);
                 System.arraycopy(stack.handles, unused, stack.handles, 0, n - unused);

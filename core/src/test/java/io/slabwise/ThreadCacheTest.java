@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -469,5 +470,46 @@ class ThreadCacheTest {
         assertTrue(worker.isAlive());
         finish.countDown();
         worker.join();
+    }
+    /**
+     * A size class's refills start small and grow with demand: 2, 4, 8, then
+     * 16 allocations at a time for a thread that keeps allocating it; a sweep
+     * that finds its entries unused halves the next refill. So a thread
+     * touching many classes once holds little, and a producer still takes its
+     * memory 16 at a time.
+     */
+    @Test
+    void refillsGrowWithDemandAndShrinkWhenUnused() {
+        MemoryPool pool = newPool(1);
+        int sizeIndex = SizeClasses.indexOf(64);
+        List<Allocation> held = new ArrayList<>();
+        int[] cachedAfterRefill = new int[4];
+        int refills = 0;
+        for (int i = 0; i < 1 + 2 + 4 + 8; i++) {
+            Allocation a = new Allocation();
+            pool.allocate(64, a);
+            held.add(a);
+            int cached = ownCache(pool).stackFill(sizeIndex)[0];
+            if (i == 0 || i == 2 || i == 6 || i == 14) { // the stack was empty: a refill, taking one for this request
+                cachedAfterRefill[refills++] = cached;
+            }
+        }
+        assertArrayEquals(new int[] {1, 3, 7, 15}, cachedAfterRefill);
+
+        // a sweep's worth of traffic in another class: the 15 cached entries of this one go unused
+        for (int i = 0; i < ThreadCache.SWEEP_INTERVAL; i++) {
+            Allocation other = new Allocation();
+            pool.allocate(1000, other);
+            pool.free(other);
+        }
+        assertEquals(0, ownCache(pool).stackFill(sizeIndex)[0], "the sweep gave the unused entries back");
+        Allocation next = new Allocation();
+        pool.allocate(64, next);
+        held.add(next);
+        assertEquals(7, ownCache(pool).stackFill(sizeIndex)[0], "16 halved: a refill of 8, one taken");
+        for (Allocation a : held) {
+            pool.free(a);
+        }
+        pool.close();
     }
 }
