@@ -352,7 +352,11 @@ public final class PoolConfig {
             return self();
         }
 
-        /** The largest request a thread cache keeps; 0 turns thread caches off. */
+        /**
+         * The largest request a thread cache keeps by size class; 0 turns
+         * thread caches off. Above it (and above 8 pages) a request reserves
+         * whole pages rather than its size class (see {@link MemoryPool#reservedSizeFor}).
+         */
         public B maxCachedSize(int bytes) {
             this.maxCachedSize = requireNonNegative("maxCachedSize", bytes);
             return self();
