@@ -36,7 +36,7 @@ import java.lang.ref.WeakReference;
  * The Netty adapter's buffers take their {@link Allocation} holder from this
  * cache ({@link #takeHolder()}). When such a buffer is released on the thread
  * that allocated it, the holder is kept with its memory on top of the stack of
- * its class (up to {@link #FILLED_PER_CLASS} per class), and that thread's
+ * its class (up to {@link ClassStack#KEPT_LIMIT} per class), and that thread's
  * next allocation of the class takes it as it is: nothing about the memory is
  * looked up, computed or written again ({@link #keepFilled}, {@link #takeFilled}).
  * Kept holders count as cached memory, and a flush or a sweep turns them back
@@ -44,9 +44,9 @@ import java.lang.ref.WeakReference;
  *
  * <h2>Refills</h2>
  * When the stack of a cached size class is empty, the cache takes a batch of
- * allocations from the arena under one lock: {@link #FIRST_REFILL_BATCH} at a
+ * allocations from the arena under one lock: {@link ClassStack#FIRST_REFILL_BATCH} at a
  * class's first refill, twice as many at each refill after, up to
- * {@link #REFILL_BATCH}, and half as many again after a sweep finds entries of
+ * {@link ClassStack#REFILL_BATCH}, and half as many again after a sweep finds entries of
  * the class unused (so a thread that touches many classes now and then holds
  * little, and one that keeps allocating a class takes it 16 at a time): first
  * memory of that class that other threads released into the arena's
@@ -95,10 +95,7 @@ final class ThreadCache {
     /** The largest run the single large slot keeps: a thread holds at most this much there. */
     static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
-    static final int REFILL_BATCH = 16;
-    /** A size class's first refill takes this many; a class refilled again and again works up to {@link #REFILL_BATCH}. */
-    static final int FIRST_REFILL_BATCH = 2;
-    private static final Stack[] NO_STACKS = new Stack[0];
+    private static final ClassStack[] NO_STACKS = new ClassStack[0];
 
     /** The pool's thread caches, for reclaiming dead threads' caches when the arena grows. */
     private final ThreadCaches caches;
@@ -119,7 +116,7 @@ final class ThreadCache {
     private final int maxCachedBytesPerClass;
     private final int maxEntriesPerClass;
     /** The stack of each cached size class, made at the class's first use; none at all after {@link #retire()}. */
-    private Stack[] stacks;
+    private ClassStack[] stacks;
     private int operationsSinceSweep;
     /** The largest request a stack serves (the size of the largest cached class); -1 with no cached class. */
     private final int largestStackedRequest;
@@ -134,56 +131,6 @@ final class ThreadCache {
 
     /** This thread's share of the pool's accounting. */
     final ThreadCounters counters;
-
-    /**
-     * Recently freed entries of one size class: the chunk of each by its id in
-     * the arena (ints rather than references, so that pushing an entry is a
-     * plain store, not a store of a reference into a long-lived array, which
-     * costs a GC write barrier) and its handle.
-     */
-    private static final class Stack {
-        /** The most entries the stack may hold; its arrays start smaller and double up to it. */
-        final int capacity;
-        int[] chunkIds;
-        long[] handles;
-        int count;
-        /** The fewest entries the stack held since the last sweep: that many were not needed. */
-        int lowWater;
-        /**
-         * How many allocations the next refill takes: it starts at
-         * {@link #FIRST_REFILL_BATCH}, doubles at every refill up to
-         * {@link #REFILL_BATCH}, and halves at a sweep that finds entries the
-         * thread did not need.
-         */
-        int batch = FIRST_REFILL_BATCH;
-        /**
-         * The stack's newest entries, kept in the holders of the buffers that
-         * released them (see {@link #keepFilled}); made at the first one.
-         * They count against {@link #capacity} with the others.
-         */
-        Allocation[] filled;
-        int filledCount;
-
-        Stack(int capacity) {
-            this.capacity = capacity;
-            int initial = Math.min(capacity, REFILL_BATCH);
-            chunkIds = new int[initial];
-            handles = new long[initial];
-        }
-
-        /** Whether one more entry fits, growing the arrays when they are full but the capacity allows. */
-        boolean hasRoom() {
-            if (count + filledCount >= capacity) {
-                return false;
-            }
-            if (count == handles.length) {
-                int grown = Math.min(capacity, handles.length * 2);
-                chunkIds = java.util.Arrays.copyOf(chunkIds, grown);
-                handles = java.util.Arrays.copyOf(handles, grown);
-            }
-            return true;
-        }
-    }
 
     ThreadCache(ThreadCaches caches, MemoryLimit limit, Arena arena, Thread owner, int maxCachedSize,
                 int maxCachedBytesPerClass, int maxEntriesPerClass) {
@@ -204,7 +151,7 @@ final class ThreadCache {
                 : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
         this.maxCachedBytesPerClass = maxCachedBytesPerClass;
         this.maxEntriesPerClass = maxEntriesPerClass;
-        this.stacks = new Stack[cachedClasses];
+        this.stacks = new ClassStack[cachedClasses];
         this.counters = new ThreadCounters(shared);
     }
 
@@ -232,11 +179,11 @@ final class ThreadCache {
     }
 
     /** The stack of cached class {@code sizeIndex}, made on first use. Owner thread only. */
-    private Stack stack(int sizeIndex) {
-        Stack stack = stacks[sizeIndex];
+    private ClassStack stack(int sizeIndex) {
+        ClassStack stack = stacks[sizeIndex];
         if (stack == null) {
             int capacity = Math.max(1, Math.min(maxEntriesPerClass, maxCachedBytesPerClass / sizes.size(sizeIndex)));
-            stack = new Stack(capacity);
+            stack = new ClassStack(capacity);
             stacks[sizeIndex] = stack;
         }
         return stack;
@@ -282,47 +229,27 @@ final class ThreadCache {
         if (flushRequested) {
             flush();
         }
-        Stack stack = sizeIndex < cachedClasses ? stack(sizeIndex) : null;
-        if (stack != null && stack.filledCount > 0) {
-            unfill(stack); // a caller with a holder of its own takes what is kept filled as plain entries
+        ClassStack stack = sizeIndex < cachedClasses ? stack(sizeIndex) : null;
+        if (stack != null && stack.hasKept()) {
+            stack.unkeep(this::stashHolder); // a caller with a holder of its own takes kept memory as plain entries
         }
-        int n = stack != null ? stack.count : 0;
         if (sizeIndex == largeSizeIndex && largeBytes() == reserved) {
             out.chunk = largeChunk;
             out.handle = largeHandle;
             largeChunk = null;
             largeSizeIndex = -1;
             largeUsed = true;
-        } else if (n > 0) {
-            pop(stack, n, out);
-        } else if (stack != null) {
-            // refill the stack with a batch under one lock, then take from it
-            int batch = limit.hasWaiters() ? 1 : Math.min(stack.batch, stack.chunkIds.length);
-            stack.batch = Math.min(REFILL_BATCH, stack.batch * 2);
-            n = arena.allocateBatch(sizeIndex, stack.chunkIds, stack.handles, batch) - 1;
-            stack.count = n;
-            out.chunk = arena.chunk(stack.chunkIds[n]);
-            out.handle = stack.handles[n];
-            afterArenaAllocation();
-        } else {
+        } else if (stack == null) {
             arena.allocate(sizeIndex, reserved, out);
+            afterArenaAllocation();
+        } else if (!stack.pop(arena, out)) {
+            stack.refill(arena, sizeIndex, limit.hasWaiters(), out); // a batch under one lock, one of it taken
             afterArenaAllocation();
         }
         placeAndCount(category, requested, sizeIndex, reserved, out, true);
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
-    }
-
-    /** Takes the top entry of a stack that holds {@code n > 0} entries into {@code out}. */
-    private void pop(Stack stack, int n, Allocation out) {
-        n--;
-        stack.count = n;
-        if (n < stack.lowWater) {
-            stack.lowWater = n;
-        }
-        out.chunk = arena.chunk(stack.chunkIds[n]);
-        out.handle = stack.handles[n];
     }
 
     /** Fills {@code out} and counts it, with plain writes when {@code exclusive} (the owner, or the shared cache's lock held). */
@@ -383,21 +310,16 @@ final class ThreadCache {
         if (flushRequested) {
             flush();
         }
-        Stack stack;
         if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
-        } else if (sizeIndex >= 0 && sizeIndex < cachedClasses
-                && (stack = stack(sizeIndex)).hasRoom()) {
-            int n = stack.count;
-            stack.chunkIds[n] = chunk.id;
-            stack.handles[n] = handle;
-            stack.count = n + 1;
-        } else if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
-            largeChunk = chunk;
-            largeHandle = handle;
-            largeSizeIndex = sizeIndex;
-        } else {
-            arena.free(chunk, handle);
+        } else if (sizeIndex < 0 || sizeIndex >= cachedClasses || !stack(sizeIndex).push(chunk, handle)) {
+            if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
+                largeChunk = chunk;
+                largeHandle = handle;
+                largeSizeIndex = sizeIndex;
+            } else {
+                arena.free(chunk, handle); // a full stack, a taken large slot, or a size neither keeps
+            }
         }
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
@@ -465,9 +387,9 @@ final class ThreadCache {
     long cachedBytes() {
         long bytes = largeChunk == null ? 0 : largeBytes();
         for (int i = 0; i < stacks.length; i++) {
-            Stack stack = stacks[i];
+            ClassStack stack = stacks[i];
             if (stack != null) {
-                bytes += (long) (stack.count + stack.filledCount) * sizes.size(i);
+                bytes += (long) stack.size() * sizes.size(i);
             }
         }
         return bytes;
@@ -475,14 +397,14 @@ final class ThreadCache {
 
     /** Entries of class {@code sizeIndex} cached now, kept holders included, and the most it may hold; for tests. */
     int[] stackFill(int sizeIndex) {
-        Stack stack = stack(sizeIndex);
-        return new int[] {stack.count + stack.filledCount, stack.capacity};
+        ClassStack stack = stack(sizeIndex);
+        return new int[] {stack.size(), stack.capacity};
     }
 
     /** How many size classes have a stack now; stacks are made at a class's first use. */
     int stacksMade() {
         int made = 0;
-        for (Stack stack : stacks) {
+        for (ClassStack stack : stacks) {
             if (stack != null) {
                 made++;
             }
@@ -510,15 +432,10 @@ final class ThreadCache {
     void flush() {
         flushRequested = false;
         releaseLarge();
-        for (int i = 0; i < stacks.length; i++) {
-            Stack stack = stacks[i];
+        for (ClassStack stack : stacks) {
             if (stack != null) {
-                unfill(stack);
-            }
-            if (stack != null && stack.count > 0) {
-                arena.freeBatch(stack.chunkIds, stack.handles, 0, stack.count);
-                stack.count = 0;
-                stack.lowWater = 0;
+                stack.unkeep(this::stashHolder);
+                stack.flush(arena);
             }
         }
     }
@@ -541,23 +458,11 @@ final class ThreadCache {
             releaseLarge();
         }
         largeUsed = false;
-        for (int i = 0; i < stacks.length; i++) {
-            Stack stack = stacks[i];
-            if (stack == null) {
-                continue;
+        for (ClassStack stack : stacks) {
+            if (stack != null) {
+                stack.unkeep(this::stashHolder); // what is kept filled is swept like the rest
+                stack.sweep(arena);
             }
-            unfill(stack); // what is kept filled goes back to the stack, to be swept like the rest
-            int unused = stack.lowWater;
-            int n = stack.count;
-            if (unused > 0) {
-                stack.batch = Math.max(FIRST_REFILL_BATCH, stack.batch / 2);
-                arena.freeBatch(stack.chunkIds, stack.handles, 0, unused);
-                System.arraycopy(stack.chunkIds, unused, stack.chunkIds, 0, n - unused);
-                System.arraycopy(stack.handles, unused, stack.handles, 0, n - unused);
-                n -= unused;
-                stack.count = n;
-            }
-            stack.lowWater = n;
         }
         moveIfCrowded();
     }
@@ -653,9 +558,6 @@ final class ThreadCache {
     // not cleared and filled. The buffer that released it dropped it first, so no stale buffer can
     // reach it (see SlabwiseDirectByteBuf.deallocate). Owner thread only; a shared cache keeps none.
 
-    /** The most filled holders the stack of one size class keeps; the rest go to the stack as entries. */
-    static final int FILLED_PER_CLASS = 4;
-
     /**
      * Keeps a stashed holder whose allocation was just released (and
      * counted) with its memory, for this thread's next allocation of its
@@ -666,25 +568,11 @@ final class ThreadCache {
      */
     boolean keepFilled(Allocation holder) {
         int sizeIndex = holder.sizeIndex;
-        if (shared || flushRequested || sizeIndex < 0 || sizeIndex >= cachedClasses || holder.chunk.arena != arena) {
+        if (shared || flushRequested || sizeIndex < 0 || sizeIndex >= cachedClasses || holder.chunk.arena != arena
+                || !stack(sizeIndex).keep(holder)) {
             return false;
-        }
-        Stack stack = stack(sizeIndex);
-        int n = stack.filledCount;
-        if (n == FILLED_PER_CLASS || stack.count + n >= stack.capacity) {
-            return false;
-        }
-        Allocation[] kept = stack.filled;
-        if (kept == null) {
-            stack.filled = kept = new Allocation[FILLED_PER_CLASS];
         }
         holder.kept = true;
-        if (kept[n] != holder) {
-            // a thread releasing what it allocated puts the same holder back in the same slot; skipping the
-            // store then skips the garbage collector's write barrier, costly for a long-lived array (see takeFilled)
-            kept[n] = holder;
-        }
-        stack.filledCount = n + 1;
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
@@ -701,13 +589,11 @@ final class ThreadCache {
         if (requested > largestStackedRequest || shared || flushRequested) {
             return null;
         }
-        Stack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
-        int n;
-        if (stack == null || (n = stack.filledCount) == 0) {
+        ClassStack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
+        Allocation holder = stack == null ? null : stack.takeKept();
+        if (holder == null) {
             return null;
         }
-        stack.filledCount = --n;
-        Allocation holder = stack.filled[n]; // the slot keeps naming it, for its return (see keepFilled)
         holder.kept = false;
         if (holder.category != category) {
             // a reference stored into a long-lived object costs G1 a memory fence and a card mark
@@ -720,29 +606,5 @@ final class ThreadCache {
             sweep();
         }
         return holder;
-    }
-
-    /**
-     * Turns the filled holders of {@code stack} back into plain entries on
-     * top of it, blank holders going to the stash. The owner thread, or any
-     * thread once the owner is dead.
-     */
-    private void unfill(Stack stack) {
-        Allocation[] kept = stack.filled;
-        if (kept == null) {
-            return;
-        }
-        int n = stack.filledCount;
-        stack.filledCount = 0;
-        for (int i = 0; i < n; i++) {
-            Allocation holder = kept[i];
-            stack.hasRoom(); // room is certain: kept holders count against the capacity
-            stack.chunkIds[stack.count] = holder.chunk.id;
-            stack.handles[stack.count] = holder.handle;
-            stack.count++;
-            holder.clear();
-            stashHolder(holder);
-        }
-        java.util.Arrays.fill(kept, null); // the slots above the count too, which may name holders in use
     }
 }

@@ -103,7 +103,7 @@ class HolderStashTest {
 
     @Test
     void theStashAndTheKeptHoldersStayWithinTheirCapacities() {
-        Allocation[] held = new Allocation[ThreadCache.FILLED_PER_CLASS + ThreadCache.HOLDER_STASH_CAPACITY + 3];
+        Allocation[] held = new Allocation[ClassStack.KEPT_LIMIT + ThreadCache.HOLDER_STASH_CAPACITY + 3];
         for (int i = 0; i < held.length; i++) {
             held[i] = pool.allocateStashed(pool.defaultCategory(), 64, false);
         }
@@ -124,7 +124,7 @@ class HolderStashTest {
     void aPlainAllocationOfAClassWithKeptHoldersTakesThemAsEntries() {
         int size = 64 * 1024; // a page class: a small stack, so the capacity is reached
         List<Allocation> stashed = new ArrayList<>();
-        for (int i = 0; i < ThreadCache.FILLED_PER_CLASS; i++) {
+        for (int i = 0; i < ClassStack.KEPT_LIMIT; i++) {
             stashed.add(pool.allocateStashed(pool.defaultCategory(), size, false));
         }
         Set<Long> keptPlaces = new HashSet<>();

@@ -135,7 +135,7 @@ class ThreadCacheTest {
             pool.allocate(16, a);
             pool.free(a);
         }
-        assertTrue(cache.cachedBytes() <= 16 * ThreadCache.REFILL_BATCH, "only 16-byte entries are left: " + cache.cachedBytes());
+        assertTrue(cache.cachedBytes() <= 16 * ClassStack.REFILL_BATCH, "only 16-byte entries are left: " + cache.cachedBytes());
         assertEquals(cache.cachedBytes(), pool.stats().cachedBytes());
         pool.trim();
         assertEquals(0, pool.committedBytes());
