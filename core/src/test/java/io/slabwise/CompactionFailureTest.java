@@ -387,7 +387,7 @@ class CompactionFailureTest {
         CountDownLatch closed = new CountDownLatch(1);
         pool.setRelocator("cache", evacuation -> {
             inCall.countDown();
-            await(closed);
+            ConcurrentTasks.await(closed, "a thread got stuck");
             owner.relocate(evacuation);
         });
         Throwable[] thrown = new Throwable[1];
@@ -400,7 +400,7 @@ class CompactionFailureTest {
             }
         });
         compacting.start();
-        await(inCall);
+        ConcurrentTasks.await(inCall, "a thread got stuck");
         pool.close();
         closed.countDown();
         compacting.join();
@@ -475,15 +475,6 @@ class CompactionFailureTest {
                 pool.free(other);
                 System.out.println("relocator called: " + relocated + ", a later task ran: " + ran);
             }
-        }
-    }
-
-    private static void await(CountDownLatch latch) {
-        try {
-            assertTrue(latch.await(10, TimeUnit.SECONDS), "a bound for a stuck thread, not a pause");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
         }
     }
 }

@@ -248,7 +248,7 @@ class CompactionRaceTest {
                 try {
                     if (calls.incrementAndGet() == 1) {
                         entered.countDown();
-                        await(proceed);
+                        ConcurrentTasks.await(proceed, "a thread got stuck");
                     }
                     owner.relocate(evacuation);
                 } finally {
@@ -258,7 +258,7 @@ class CompactionRaceTest {
             AtomicReference<Throwable> failure = new AtomicReference<>();
             CompactionStats[] results = new CompactionStats[2];
             Thread first = ConcurrentTasks.startCapturingFailure(() -> results[0] = pool.compact(), failure);
-            await(entered);
+            ConcurrentTasks.await(entered, "a thread got stuck");
             Thread second = ConcurrentTasks.startCapturingFailure(() -> results[1] = pool.compact(), failure);
             awaitWaiting(second);
             time.advance(Duration.ofSeconds(1));
@@ -381,15 +381,6 @@ class CompactionRaceTest {
         while (thread.getState() != Thread.State.WAITING && thread.getState() != Thread.State.TIMED_WAITING) {
             assertTrue(thread.isAlive() && System.nanoTime() < deadline, "the second compaction never waited");
             Thread.onSpinWait();
-        }
-    }
-
-    private static void await(CountDownLatch latch) {
-        try {
-            assertTrue(latch.await(10, TimeUnit.SECONDS), "a bound for a stuck thread, not a pause");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
         }
     }
 }

@@ -3,12 +3,14 @@ package io.slabwise;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Helpers for the concurrency tests: run tasks on threads and fail on any failure, take from a neighbour. */
+/** Helpers for the concurrency tests: run tasks on threads and fail on any failure, take from a neighbour, await a latch. */
 final class ConcurrentTasks {
 
     private ConcurrentTasks() {
@@ -56,6 +58,16 @@ final class ConcurrentTasks {
             T item = queue.poll(10, TimeUnit.SECONDS); // a bound for a broken neighbour, not a pause
             assertNotNull(item, "a neighbour stopped handing over");
             return item;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /** Waits for {@code latch}; fails with {@code stuck} if it does not open within 10 s (a bound for a stuck thread, not a pause). */
+    static void await(CountDownLatch latch, String stuck) {
+        try {
+            assertTrue(latch.await(10, TimeUnit.SECONDS), stuck);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
