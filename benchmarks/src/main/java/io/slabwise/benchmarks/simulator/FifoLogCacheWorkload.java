@@ -102,17 +102,7 @@ final class FifoLogCacheWorkload implements Workload {
             samples.operation(source);
         }
         finish.arrive(source, samples);
-        owner.lock();
-        try {
-            for (ByteBuf buf : cache) {
-                live.addAndGet(-buf.capacity());
-                buf.release();
-            }
-            cache.clear();
-        } finally {
-            owner.unlock();
-        }
-        owner.unregister();
+        owner.releaseAllAndUnregister(cache, live);
     }
 
     private int evict(ArrayDeque<ByteBuf> cache, Owner owner, BufferSource source, Samples samples) {

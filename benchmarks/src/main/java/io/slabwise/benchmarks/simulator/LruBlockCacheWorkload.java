@@ -126,17 +126,7 @@ final class LruBlockCacheWorkload implements Workload {
             samples.operation(source);
         }
         finish.arrive(source, samples);
-        owner.lock();
-        try {
-            for (ByteBuf buf : cache.values()) {
-                live.addAndGet(-buf.capacity());
-                buf.release();
-            }
-            cache.clear();
-        } finally {
-            owner.unlock();
-        }
-        owner.unregister();
+        owner.releaseAllAndUnregister(cache.values(), live); // the values of a map: clearing them empties it
     }
 
     private int evictEldest(LinkedHashMap<Integer, ByteBuf> cache, Owner owner, BufferSource source, Samples samples) {

@@ -3,7 +3,9 @@ package io.slabwise.benchmarks.simulator;
 import io.netty.buffer.ByteBuf;
 import io.slabwise.netty.BufferEvacuation;
 
+import java.util.Collection;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -103,6 +105,25 @@ final class Owner {
             relocation.setRelocator(category, null);
             registered = false;
         }
+    }
+
+    /**
+     * At the end of a run: releases every buffer of {@code entries} under the
+     * lock, takes their bytes off {@code live}, empties {@code entries}, and
+     * removes the relocator.
+     */
+    void releaseAllAndUnregister(Collection<ByteBuf> entries, AtomicLong live) {
+        lock.lock();
+        try {
+            for (ByteBuf buf : entries) {
+                live.addAndGet(-buf.capacity());
+                buf.release();
+            }
+            entries.clear();
+        } finally {
+            lock.unlock();
+        }
+        unregister();
     }
 
     void lock() {
