@@ -29,17 +29,8 @@ class CompactionRegionGroupsTest {
         int chunk = 4 * 1024 * 1024;
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).build())) {
             Category cache = pool.category("cache");
-            List<Allocation> kept = new ArrayList<>();
-            pool.setRelocator("cache", evacuation -> {
-                for (int i = 0; i < kept.size(); i++) {
-                    Allocation old = kept.get(i);
-                    Allocation fresh = new Allocation();
-                    if (evacuation.contains(old) && evacuation.moveInto(old, fresh)) {
-                        kept.set(i, fresh);
-                        pool.free(old);
-                    }
-                }
-            });
+            MovingOwner kept = new MovingOwner(pool);
+            pool.setRelocator("cache", kept);
             // 64 MiB of 1-16 KiB entries: two whole groups and the regions on their own; then 90% freed at random
             Random random = new Random(7);
             List<Allocation> all = new ArrayList<>();
@@ -54,7 +45,7 @@ class CompactionRegionGroupsTest {
             Collections.shuffle(all, random);
             for (int i = 0; i < all.size(); i++) {
                 if (i % 10 == 0) {
-                    kept.add(all.get(i));
+                    kept.adopt(all.get(i));
                 } else {
                     pool.free(all.get(i));
                 }
@@ -65,13 +56,13 @@ class CompactionRegionGroupsTest {
             pool.trim();
             int chunks = pool.stats().chunks();
             long committed = pool.committedBytes();
-            assertEquals(kept.size(), done.movedEntries(), done::toString);
+            assertEquals(kept.entries.size(), done.movedEntries(), done::toString);
             assertTrue(chunks <= 2, () -> chunks + " chunks after " + done);
             // the chunks left fit in one group, beside at most the regions a pool may keep on their own
             long bound = RegionGroups.GROUP_SIZE + CommittedMemory.ALONE_BUDGET;
             assertTrue(committed <= bound, () -> "committed " + (committed >> 20) + " MiB for " + chunks + " chunks (before: "
                     + (before >> 20) + " MiB), at most " + (bound >> 20) + " MiB expected; " + done);
-            kept.forEach(pool::free);
+            kept.freeAll();
         }
     }
 
