@@ -602,8 +602,9 @@ public final class MemoryPool implements AutoCloseable {
         int reserved = allocation.reserved;
         ThreadCache owner = allocation.owner;
         Releaser releaser = allocation.releaser;
-        if (releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !admission.isClosed()
-                && !admission.hasWaiters()) {
+        boolean onOwnerThread = owner.isOwnerThread();
+        boolean closed = admission.isClosed();
+        if (releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !closed && !admission.hasWaiters()) {
             // a virtual thread's allocation: counted and cached under the shared cache's lock, when it is free
             int requested = allocation.requested;
             long handle = allocation.handle;
@@ -613,22 +614,16 @@ public final class MemoryPool implements AutoCloseable {
                 owner.countRelease(category, requested, reserved, false, false);
                 threadCaches.current().free(chunk, handle, sizeIndex);
             }
-            if (category.release(reserved) || admission.hasWaiters()) {
-                admission.released();
-            }
-            return;
-        }
-        boolean onOwnerThread = owner.isOwnerThread();
-        owner.countRelease(category, allocation.requested, reserved, releaser != null, onOwnerThread);
-        if (allocation.stashed && onOwnerThread && releaser == null && !chunk.evacuating && admission.admitsFreely(category)
-                && owner.keepFilled(allocation)) {
-            return; // the holder keeps its memory for this thread's next allocation of its class
-        }
-        boolean closed = admission.isClosed();
-        if (releaser != null) {
+        } else if (releaser != null) {
+            owner.countRelease(category, allocation.requested, reserved, true, onOwnerThread);
             releaser.release(allocation);
             allocation.clear();
         } else {
+            owner.countRelease(category, allocation.requested, reserved, false, onOwnerThread);
+            if (allocation.stashed && onOwnerThread && !chunk.evacuating && admission.admitsFreely(category)
+                    && owner.keepFilled(allocation)) {
+                return; // the holder keeps its memory for this thread's next allocation of its class
+            }
             long handle = allocation.handle;
             int sizeIndex = allocation.sizeIndex;
             allocation.clear();
