@@ -65,7 +65,7 @@ final class CommittedMemory {
     enum RegionKind {
         /** A pooled chunk, carved by an arena. */
         CHUNK,
-        /** One request larger than a chunk. */
+        /** A dedicated region: one request larger than a chunk, or above the dedicated threshold. */
         HUGE,
         /** A block region of a block pool. */
         BLOCK;
@@ -95,7 +95,7 @@ final class CommittedMemory {
     private final AtomicLong regionBytes = new AtomicLong();
     /** Bytes of chunks and block regions handed out whole to sequential allocators and block pools. */
     final AtomicLong wholeChunkBytes = new AtomicLong();
-    /** Bytes and count of huge regions (requests larger than a chunk). */
+    /** Bytes and count of live dedicated regions (huge requests, and those above the dedicated threshold). */
     final AtomicLong hugeBytes = new AtomicLong();
     final AtomicLong hugeCount = new AtomicLong();
     /** Bytes of the block regions block pools hold, in use or idle. */
@@ -130,17 +130,18 @@ final class CommittedMemory {
     /**
      * What the pool holds by kind, read one figure after another.
      *
-     * @param hugeBytes        bytes of huge regions (requests larger than a chunk)
-     * @param hugeCount        live huge regions
+     * @param hugeBytes        bytes of live dedicated regions (huge requests, and those above the dedicated threshold)
+     * @param hugeCount        live dedicated regions
+     * @param hugeIdleBytes    bytes of idle dedicated regions, kept for reuse
      * @param blockRegionBytes bytes of the block regions block pools hold, in use or idle
      * @param wholeChunkBytes  bytes of chunks and block regions lent whole to the cache allocators
      */
-    record Figures(long hugeBytes, long hugeCount, long blockRegionBytes, long wholeChunkBytes) {
+    record Figures(long hugeBytes, long hugeCount, long hugeIdleBytes, long blockRegionBytes, long wholeChunkBytes) {
     }
 
-    /** The figures by kind, for a snapshot. */
-    Figures figures() {
-        return new Figures(hugeBytes.get(), hugeCount.get(), blockRegionBytes.get(), wholeChunkBytes.get());
+    /** The figures by kind, for a snapshot, with the idle dedicated regions' bytes the caller read. */
+    Figures figures(long hugeIdleBytes) {
+        return new Figures(hugeBytes.get(), hugeCount.get(), hugeIdleBytes, blockRegionBytes.get(), wholeChunkBytes.get());
     }
 
     /**

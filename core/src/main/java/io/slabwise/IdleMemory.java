@@ -12,11 +12,12 @@ import java.util.Collection;
  *  reclaim ───────▶├─ this thread's cache ───────────┼──▶ arenas ──▶ idle chunks ──▶ chunk source
  *                  ├─ other threads: asked to flush  │
  *                  └─ cache allocators' spare chunks ┘    block pools' idle blocks ──▶ chunk source
+ *                                                          idle dedicated regions ──▶ chunk source
  * </pre>
  *
  * <ul>
- *   <li><b>decay</b> (every second, on the pool's {@link Scheduler}): chunks
- *       and blocks idle for longer than {@code idleChunkDecay}, measured on the
+ *   <li><b>decay</b> (every second, on the pool's {@link Scheduler}): chunks,
+ *       dedicated regions and blocks idle for longer than {@code idleChunkDecay}, measured on the
  *       pool's {@link Ticker}, go back; {@code minIdleChunks} stay.</li>
  *   <li><b>trim</b>: everything idle goes back now, but {@code minIdleChunks}.</li>
  *   <li><b>reclaim</b> (at the ceiling, after close): everything idle, no
@@ -35,25 +36,28 @@ final class IdleMemory {
     private final Arena[] arenas;
     private final ThreadCaches threadCaches;
     private final CommittedMemory committed;
+    private final DedicatedRegions dedicated;
     private final PoolConfig config;
     private final Collection<SequentialAllocator> sequentialAllocators;
     private final Collection<BlockPool> blockPools;
 
-    IdleMemory(Arena[] arenas, ThreadCaches threadCaches, CommittedMemory committed, PoolConfig config,
-               Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools) {
+    IdleMemory(Arena[] arenas, ThreadCaches threadCaches, CommittedMemory committed, DedicatedRegions dedicated,
+               PoolConfig config, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools) {
         this.arenas = arenas;
         this.threadCaches = threadCaches;
         this.committed = committed;
+        this.dedicated = dedicated;
         this.config = config;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
     }
 
     /**
-     * Gives back chunks and blocks idle for longer than the decay time,
-     * keeping {@code minIdleChunks} chunks, and reclaims dead threads' caches.
+     * Gives back chunks, dedicated regions and blocks idle for longer than the
+     * decay time, keeping {@code minIdleChunks} chunks, and reclaims dead
+     * threads' caches.
      *
-     * @return the number of chunks and blocks given back
+     * @return the number of chunks, dedicated regions and blocks given back
      */
     int decay() {
         PoolEvents.Trim event = PoolEvents.beginTrim();
@@ -61,6 +65,7 @@ final class IdleMemory {
         threadCaches.reclaimDead();
         long decayNanos = config.idleChunkDecay().toNanos();
         trimArenas(decayNanos, config.minIdleChunks(), given);
+        given.regions(dedicated.release(decayNanos));
         for (BlockPool blocks : blockPools) {
             given.blocks(blocks, blocks.releaseIdleBlocks(decayNanos));
         }
@@ -69,10 +74,11 @@ final class IdleMemory {
 
     /**
      * Gives back what is idle now: dead threads' caches and this thread's, the
-     * cache allocators' spare and empty open chunks, idle blocks, and idle
-     * chunks but {@code minIdleChunks}; asks live threads to flush theirs.
+     * cache allocators' spare and empty open chunks, idle blocks, idle
+     * dedicated regions, and idle chunks but {@code minIdleChunks}; asks live
+     * threads to flush theirs.
      *
-     * @return the number of chunks and idle blocks given back to the operating system
+     * @return the number of chunks, dedicated regions and idle blocks given back to the operating system
      */
     int trim() {
         PoolEvents.Trim event = PoolEvents.beginTrim();
@@ -80,6 +86,7 @@ final class IdleMemory {
         reclaimCaches();
         releaseCacheAllocatorsIdle(given);
         trimArenas(0, config.minIdleChunks(), given);
+        given.regions(dedicated.release(0));
         return given.report(event, PoolEvents.BY_TRIM);
     }
 
@@ -92,6 +99,7 @@ final class IdleMemory {
         for (Arena arena : arenas) {
             given.chunks(arena.trim(0, 0));
         }
+        given.regions(dedicated.release(0));
         given.report(event, PoolEvents.BY_RECLAIM);
     }
 
@@ -110,6 +118,12 @@ final class IdleMemory {
         void chunks(int count) {
             regions += count;
             bytes += (long) count * config.chunkSize();
+        }
+
+        /** Dedicated regions given back, as {@code {regions, bytes}}. */
+        void regions(long[] countAndBytes) {
+            regions += (int) countAndBytes[0];
+            bytes += countAndBytes[1];
         }
 
         void blocks(BlockPool pool, int count) {

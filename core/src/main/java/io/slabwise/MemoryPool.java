@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Netty buffers on top of it.
  *
  * <pre>
- *  allocate(n) ─▶ n &gt; chunk size? ─yes─▶ huge region straight from the chunk source
+ *  allocate(n) ─▶ n &gt; dedicatedAbove? ─yes─▶ a dedicated region: an idle one that fits, or a new one
  *                      │no
  *                      ▼
  *               thread cache hit? ─yes─▶ done, no lock
@@ -80,6 +80,9 @@ public final class MemoryPool implements AutoCloseable {
     private final SizeClasses sizes;
     /** Requests above this many bytes (and at most a chunk) reserve a run of whole pages, not their size class. */
     private final int fittedAbove;
+    /** Requests above it get a region of their own; at least {@link #fittedAbove}, at most a chunk. */
+    private final int dedicatedAbove;
+    private final DedicatedRegions dedicated;
     private final Arena[] arenas;
     private final CommittedMemory committed;
     private final Admission admission;
@@ -113,15 +116,17 @@ public final class MemoryPool implements AutoCloseable {
         // a run fits the request to whole pages instead of its class: up to 12.5% less reserved
         this.fittedAbove = Math.min(config.chunkSize(), Math.max(8 * config.pageSize(),
                 config.maxCachedSize() <= 0 ? 0 : sizes.size(SizeClasses.indexOf(Math.min(config.maxCachedSize(), config.chunkSize())))));
+        this.dedicatedAbove = Math.min(config.chunkSize(), Math.max(fittedAbove, config.dedicatedAbove()));
         MemoryLimit limit = new MemoryLimit(config.maxMemory());
         this.committed = new CommittedMemory(config.chunkSource(), limit);
+        this.dedicated = new DedicatedRegions(committed, config.ticker(), config.chunkSize());
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
         this.threadCaches = new ThreadCaches(limit, arenas, config);
-        this.idle = new IdleMemory(arenas, threadCaches, committed, config, sequentialAllocators.values(),
+        this.idle = new IdleMemory(arenas, threadCaches, committed, dedicated, config, sequentialAllocators.values(),
                 blockPools.values());
         this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
@@ -410,7 +415,8 @@ public final class MemoryPool implements AutoCloseable {
      * class up to the largest size thread caches keep (64 KiB by default, and
      * never less than 8 pages), whole pages above (a run fitted to the
      * request, so a 65 KiB request reserves 72 KiB with 8 KiB pages, not its
-     * class's 80 KiB), and whole pages of a region of its own above a chunk.
+     * class's 80 KiB), and whole pages of a region of its own above the dedicated threshold
+     * ({@link PoolConfig#dedicatedAbove()}, 512 KiB by default).
      */
     public int reservedSizeFor(int requested) {
         checkRequest(requested);
@@ -519,7 +525,7 @@ public final class MemoryPool implements AutoCloseable {
 
     /** One try at the general pool, past the thread cache with {@code pastCache} (a compaction's move). */
     private int tryGeneral(Category category, int requested, Allocation out, boolean pastCache) {
-        boolean huge = requested > sizes.chunkSize();
+        boolean huge = requested > dedicatedAbove;
         int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
         int reserved = huge || requested > fittedAbove ? roundToPage(requested) : sizes.size(sizeIndex);
         if (!category.admit(reserved)) {
@@ -529,7 +535,7 @@ public final class MemoryPool implements AutoCloseable {
             // a holder from a stash names the caller's cache already (see allocateStashed)
             ThreadCache cache = out.owner != null ? out.owner : threadCaches.current();
             if (huge) {
-                allocateHuge(cache, category, requested, out);
+                allocateDedicated(cache, category, requested, reserved, out);
             } else if (pastCache) {
                 cache.allocateFromArena(category, requested, sizeIndex, reserved, out);
             } else {
@@ -628,7 +634,7 @@ public final class MemoryPool implements AutoCloseable {
             int sizeIndex = allocation.sizeIndex;
             allocation.clear();
             if (chunk.huge) {
-                freeHuge(chunk);
+                freeDedicated(chunk, closed);
             } else if (closed || chunk.evacuating || admission.hasWaiters()) {
                 // closed, a chunk being emptied, or someone waits for memory: not into this thread's cache
                 chunk.arena.free(chunk, handle);
@@ -671,11 +677,9 @@ public final class MemoryPool implements AutoCloseable {
             return true;
         }
         // in place while a request of the new size would reserve just as much (the same class, or the same pages)
-        int newReserved = allocation.chunk.huge
-                ? roundToPage(Math.max(newRequested, sizes.chunkSize() + 1))
-                : reservedSizeFor(newRequested);
-        if (newReserved != allocation.reserved) {
-            return false;
+        boolean dedicatedSize = newRequested > dedicatedAbove;
+        if (dedicatedSize != allocation.chunk.huge || reservedSizeFor(newRequested) != allocation.reserved) {
+            return false; // a run stays a run of its class (or pages), a dedicated region keeps its pages
         }
         countResize(allocation, newRequested);
         return true;
@@ -696,9 +700,19 @@ public final class MemoryPool implements AutoCloseable {
         return admission.hasWaiters();
     }
 
-    private void allocateHuge(ThreadCache cache, Category category, int requested, Allocation out) {
-        int size = roundToPage(requested);
-        out.chunk = new Chunk(cache.arena, committed.commit(size, CommittedMemory.RegionKind.HUGE));
+    /**
+     * A region of its own for a request above {@link #dedicatedAbove}, of
+     * {@code size} bytes (whole pages): an idle one of that size, or a new one.
+     */
+    private void allocateDedicated(ThreadCache cache, Category category, int requested, int size, Allocation out) {
+        if (cache.isOwnerThread()) {
+            cache.flushIfRequested(); // the stacks are passed by: answer a trim's request here
+        }
+        NativeRegion region = dedicated.takeIdle(size);
+        if (region == null) {
+            region = committed.commit(size, CommittedMemory.RegionKind.HUGE);
+        }
+        out.chunk = new Chunk(cache.arena, region);
         out.handle = 0;
         committed.hugeBytes.addAndGet(size);
         committed.hugeCount.incrementAndGet();
@@ -707,11 +721,15 @@ public final class MemoryPool implements AutoCloseable {
         cache.countAllocation(category, requested, size, false, out);
     }
 
-    private void freeHuge(Chunk chunk) {
+    /** Gives a dedicated region back: idle for reuse while the pool is open, to the chunk source once it is closed. */
+    private void freeDedicated(Chunk chunk, boolean closed) {
         committed.hugeBytes.addAndGet(-chunk.chunkSize());
         committed.hugeCount.decrementAndGet();
         chunk.arena.countHuge(-1);
-        committed.decommit(chunk.region);
+        dedicated.giveBack(chunk.region, !closed);
+        if (!closed && admission.isClosed()) {
+            dedicated.release(0); // closed meanwhile, maybe after close() gave back the idle regions
+        }
     }
 
     private int roundToPage(int size) {
@@ -808,7 +826,7 @@ public final class MemoryPool implements AutoCloseable {
             perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
                     counts.allocations(id), counts.releases(id), peak));
         }
-        return new PoolStats(counts, committed.figures(), arenaSnapshots, perCategory, sizes.chunkSize(),
+        return new PoolStats(counts, committed.figures(dedicated.idleBytes()), arenaSnapshots, perCategory, sizes.chunkSize(),
                 ResidentMemory.bytes());
     }
 

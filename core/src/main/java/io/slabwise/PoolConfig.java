@@ -18,6 +18,8 @@ import java.util.function.BooleanSupplier;
  *   <tr><td>arenas</td><td>{@code slabwise.arenas}</td><td>2 x available processors</td></tr>
  *   <tr><td>arena chunk bytes per arena in use</td><td>{@code slabwise.arenaSpreadBytes}</td><td>32 MiB (0 spreads threads
  *       over every arena from the start)</td></tr>
+ *   <tr><td>smallest request with a region of its own</td><td>{@code slabwise.dedicatedAbove}</td><td>an eighth of
+ *       a chunk (512 KiB); the chunk size gives only huge requests one</td></tr>
  *   <tr><td>largest cached size</td><td>{@code slabwise.maxCachedSize}</td><td>64 KiB (0 turns thread caches off)</td></tr>
  *   <tr><td>cached bytes per size class</td><td>{@code slabwise.maxCachedBytesPerClass}</td><td>1 MiB</td></tr>
  *   <tr><td>cached entries per size class</td><td>{@code slabwise.maxCachedEntriesPerClass}</td><td>256</td></tr>
@@ -48,6 +50,7 @@ public final class PoolConfig {
     private final long arenaSpreadBytes;
     private final long compactionBytesPerSecond;
     private final int maxCachedSize;
+    private final int dedicatedAbove;
     private final int maxCachedBytesPerClass;
     private final int maxCachedEntriesPerClass;
     private final int maxIdleChunksPerArena;
@@ -79,6 +82,7 @@ public final class PoolConfig {
         this.arenaSpreadBytes = b.arenaSpreadBytes;
         this.compactionBytesPerSecond = b.compactionBytesPerSecond;
         this.maxCachedSize = b.maxCachedSize;
+        this.dedicatedAbove = b.dedicatedAbove == Settings.DEFAULT_DEDICATED ? b.chunkSize / 8 : b.dedicatedAbove;
         this.maxCachedBytesPerClass = b.maxCachedBytesPerClass;
         this.maxCachedEntriesPerClass = b.maxCachedEntriesPerClass;
         this.maxIdleChunksPerArena = b.maxIdleChunksPerArena;
@@ -134,6 +138,15 @@ public final class PoolConfig {
     /** The largest request a thread cache keeps; 0 when thread caches are off. */
     public int maxCachedSize() {
         return maxCachedSize;
+    }
+
+    /**
+     * Requests above this many bytes get a dedicated region of their own
+     * rather than a run of a chunk (requests above a chunk always do); the
+     * pool never applies it below the largest size thread caches keep.
+     */
+    public int dedicatedAbove() {
+        return dedicatedAbove;
     }
 
     /** How many bytes a thread cache keeps at most for one size class. */
@@ -224,7 +237,8 @@ public final class PoolConfig {
         return "PoolConfig(chunkSize=" + chunkSize + ", maxMemory=" + (maxMemory == Long.MAX_VALUE ? "none" : maxMemory)
                 + ", limitPolicy=" + limitPolicy + ", quotas=" + quotas + ", idleChunkDecay=" + idleChunkDecay
                 + ", arenas=" + arenas + ", arenaSpreadBytes=" + arenaSpreadBytes
-                + ", compactionBytesPerSecond=" + compactionBytesPerSecond + ", maxCachedSize=" + maxCachedSize
+                + ", compactionBytesPerSecond=" + compactionBytesPerSecond + ", dedicatedAbove=" + dedicatedAbove
+                + ", maxCachedSize=" + maxCachedSize
                 + ", maxCachedBytesPerClass=" + maxCachedBytesPerClass + ", maxCachedEntriesPerClass=" + maxCachedEntriesPerClass
                 + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", maxIdleBlocks=" + maxIdleBlocks + ", chunkSource=" + chunkSource + ')';
     }
@@ -262,12 +276,16 @@ public final class PoolConfig {
     public abstract static class Settings<B extends Settings<B>> {
 
         private static final long UNSET = Long.MIN_VALUE;
+        /** The default of {@link #dedicatedAbove(int)}: an eighth of the chunk size, whatever it ends up being. */
+        private static final int DEFAULT_DEDICATED = -1;
 
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
         private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
         private long arenaSpreadBytes = longProperty("slabwise.arenaSpreadBytes", 32L * 1024 * 1024);
         private long compactionBytesPerSecond = longProperty("slabwise.compactionBytesPerSecond", 0);
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
+        /** {@link #DEFAULT_DEDICATED} until a system property or {@link #dedicatedAbove(int)} sets it. */
+        private int dedicatedAbove = intProperty("slabwise.dedicatedAbove", DEFAULT_DEDICATED);
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
         private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 1);
@@ -359,6 +377,26 @@ public final class PoolConfig {
          */
         public B maxCachedSize(int bytes) {
             this.maxCachedSize = requireNonNegative("maxCachedSize", bytes);
+            return self();
+        }
+
+        /**
+         * Requests above this many bytes get a dedicated region of their own,
+         * whole pages of their size, instead of a run carved from a chunk; an
+         * eighth of the chunk size by default (512 KiB). A run of half a chunk
+         * or more leaves a hole only smaller requests can fill, and keeps its
+         * chunk from going back; a region of its own goes back with its
+         * buffer. Released regions are kept idle, up to a chunk's bytes, for
+         * requests they fit. From a page to the chunk size; the chunk size
+         * gives only huge requests a region, as Netty's pooled allocator does.
+         * Below the largest cached size ({@link #maxCachedSize(int)}) it has no
+         * effect: cached sizes always come from chunks.
+         */
+        public B dedicatedAbove(int bytes) {
+            if (bytes < PAGE_SIZE) {
+                throw new IllegalArgumentException("dedicatedAbove must be at least a page (" + PAGE_SIZE + " bytes): " + bytes);
+            }
+            this.dedicatedAbove = bytes;
             return self();
         }
 
@@ -510,6 +548,13 @@ public final class PoolConfig {
             arenaSpreadBytes(arenaSpreadBytes);
             compactionBytesPerSecond(compactionBytesPerSecond);
             maxCachedSize(maxCachedSize);
+            if (dedicatedAbove != DEFAULT_DEDICATED) {
+                dedicatedAbove(dedicatedAbove);
+                if (dedicatedAbove > chunkSize) {
+                    throw new IllegalArgumentException("dedicatedAbove (" + dedicatedAbove
+                            + " bytes) must not exceed the chunk size (" + chunkSize + " bytes)");
+                }
+            }
             maxCachedBytesPerClass(maxCachedBytesPerClass);
             maxCachedEntriesPerClass(maxCachedEntriesPerClass);
             maxIdleChunksPerArena(maxIdleChunksPerArena);

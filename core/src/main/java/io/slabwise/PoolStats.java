@@ -22,6 +22,7 @@ public final class PoolStats {
     private final long committed;
     private final long hugeCommitted;
     private final long hugeAllocations;
+    private final long hugeIdle;
     private final long blockRegionBytes;
     private final long allocations;
     private final long releases;
@@ -50,6 +51,7 @@ public final class PoolStats {
         this.releases = counts.totalReleases();
         this.hugeCommitted = memory.hugeBytes();
         this.hugeAllocations = memory.hugeCount();
+        this.hugeIdle = memory.hugeIdleBytes();
         this.blockRegionBytes = memory.blockRegionBytes();
         this.carvedFree = Math.max(0, memory.wholeChunkBytes() - counts.totalCarved());
         this.chunkSize = chunkSize;
@@ -101,12 +103,12 @@ public final class PoolStats {
         return reserved;
     }
 
-    /** Native memory held from the chunk source: chunks (used, free or idle), huge regions and block regions. */
+    /** Native memory held from the chunk source: chunks (used, free or idle), dedicated regions (live or idle) and block regions. */
     public long committedBytes() {
         return committed;
     }
 
-    /** The part of {@link #committedBytes()} held by huge regions. */
+    /** The part of {@link #committedBytes()} held by the dedicated regions of live huge allocations. */
     public long hugeCommittedBytes() {
         return hugeCommitted;
     }
@@ -116,9 +118,18 @@ public final class PoolStats {
         return blockRegionBytes;
     }
 
-    /** Live huge allocations. */
+    /** Live huge allocations: those with a dedicated region of their own. */
     public long hugeAllocations() {
         return hugeAllocations;
+    }
+
+    /**
+     * The part of {@link #committedBytes()} held by idle dedicated regions,
+     * kept for requests they fit (at most a chunk's bytes; see
+     * {@link PoolConfig.Settings#dedicatedAbove(int)}).
+     */
+    public long hugeIdleBytes() {
+        return hugeIdle;
     }
 
     /** Allocations made since the pool was built. */
@@ -248,9 +259,10 @@ public final class PoolStats {
     /** A one-line summary for a periodic log line. */
     public String summary() {
         return String.format(Locale.ROOT,
-                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d blocks=%s internal=%.1f%% external=%.1f%% overhead=%s",
+                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d idleHuge=%s blocks=%s internal=%.1f%% external=%.1f%% overhead=%s",
                 bytes(requested), bytes(reserved), bytes(committed), resident < 0 ? "" : " resident=" + bytes(resident),
-                chunks(), idleChunks(), hugeAllocations, bytes(blockRegionBytes), internalFragmentation() * 100, externalFragmentation() * 100,
+                chunks(), idleChunks(), hugeAllocations, bytes(hugeIdle), bytes(blockRegionBytes),
+                internalFragmentation() * 100, externalFragmentation() * 100,
                 requested == 0 ? "n/a" : String.format(Locale.ROOT, "%.2fx", overhead()));
     }
 

@@ -428,6 +428,17 @@ final class ThreadCache {
         }
     }
 
+    /**
+     * Flushes now if another thread asked for it, for an operation of the
+     * owner that passes the stacks by (a dedicated region), so that every
+     * operation of a live thread answers a trim. Owner thread.
+     */
+    void flushIfRequested() {
+        if (flushRequested && !shared) {
+            flush();
+        }
+    }
+
     /** Gives every cached entry back to the arena. Owner thread, or any thread once the owner is dead. */
     void flush() {
         flushRequested = false;

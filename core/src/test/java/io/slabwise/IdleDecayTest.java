@@ -23,7 +23,7 @@ class IdleDecayTest {
     void idleChunksGoBackAfterTheDecayTimeKeepingMinIdleChunks() {
         ManualTime time = new ManualTime();
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0)
-                .maxIdleChunksPerArena(3).minIdleChunks(1).idleChunkDecay(Duration.ofSeconds(10))
+                .maxIdleChunksPerArena(3).minIdleChunks(1).idleChunkDecay(Duration.ofSeconds(10)).dedicatedAbove(CHUNK)
                 .ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
         assertEquals(1, time.scheduled(), "the pool scheduled its decay");
         List<Allocation> chunks = new ArrayList<>();

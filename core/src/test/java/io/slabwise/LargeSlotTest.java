@@ -8,7 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 /** The thread cache's single slot for one released run above the cached sizes. */
 class LargeSlotTest {
 
-    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(4 << 20).arenas(1).build());
+    /** Runs up to a chunk: no request here gets a dedicated region. */
+    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(4 << 20).dedicatedAbove(4 << 20).arenas(1).build());
 
     @Test
     void aReleasedLargeRunIsReusedByTheSameThreadAndTrimmedAway() {

@@ -26,6 +26,8 @@ class MemoryPoolTest {
 
     static final int CHUNK = 1 << 20;
     static final int PAGE = PoolConfig.PAGE_SIZE;
+    /** Above it a request gets a dedicated region: the default, an eighth of a chunk. */
+    static final int DEDICATED_ABOVE = CHUNK / 8;
 
     static PoolConfig.Builder config() {
         return PoolConfig.builder().chunkSize(CHUNK).chunkSource(ChunkSource.direct());
@@ -62,8 +64,8 @@ class MemoryPoolTest {
     }
 
     /**
-     * Every path a request can take (small subpage element, run, whole chunk,
-     * huge region, zero bytes), at both sides of each class boundary: the
+     * Every path a request can take (small subpage element, run, dedicated
+     * region, huge region, zero bytes), at both sides of each class boundary: the
      * reserved size is the class, the memory is direct and spans the
      * allocation, the address matches the buffer, the bytes can be written,
      * and freeing takes the accounting back to 0 and the memory back to the
@@ -75,7 +77,7 @@ class MemoryPoolTest {
     void everySizePathReservesItsClass(int requested) {
         MemoryPool pool = new MemoryPool(config().arenas(1).build());
         int reserved = expectedReserved(requested);
-        boolean huge = requested > CHUNK;
+        boolean huge = requested > DEDICATED_ABOVE; // a region of its own
         assertEquals(reserved, pool.reservedSizeFor(requested));
 
         Allocation a = new Allocation();
@@ -92,8 +94,8 @@ class MemoryPoolTest {
         if (base != 0) {
             assertEquals(base + a.offset(), a.address(), "address = buffer address + offset");
         }
-        if (huge || requested > CHUNK / 2) {
-            assertEquals(0, a.offset(), "a whole chunk or a huge region starts at 0");
+        if (huge) {
+            assertEquals(0, a.offset(), "a region of its own starts at 0");
         }
         for (int i = 0; i < reserved; i += Math.max(1, reserved / 4096)) { // every byte set aside is usable
             memory.put(a.offset() + i, (byte) i);
@@ -106,7 +108,7 @@ class MemoryPoolTest {
         PoolStats stats = pool.stats();
         assertEquals(1, stats.liveAllocations());
         if (huge) {
-            assertEquals(reserved, pool.committedBytes(), "a huge region is exactly its page-rounded size");
+            assertEquals(reserved, pool.committedBytes(), "a dedicated region is exactly its page-rounded size");
             assertEquals(0, stats.chunks());
             assertEquals(1, stats.hugeAllocations());
             assertEquals(reserved, stats.hugeCommittedBytes());
@@ -121,8 +123,16 @@ class MemoryPoolTest {
         assertEquals("Allocation(free)", a.toString());
         assertEquals(0, pool.requestedBytes());
         assertEquals(0, pool.reservedBytes());
-        if (huge) {
-            assertEquals(0, pool.committedBytes(), "a huge region goes back at once");
+        if (requested > CHUNK) {
+            assertEquals(0, pool.committedBytes(), "a region larger than a chunk goes back at once");
+            assertEquals(0, pool.stats().hugeIdleBytes());
+        } else if (huge) {
+            assertEquals(reserved, pool.committedBytes(), "a dedicated region up to a chunk stays idle for reuse");
+            assertEquals(reserved, pool.stats().hugeIdleBytes());
+            assertTrue(pool.allocate(requested, a));
+            assertEquals(reserved, pool.committedBytes(), "the same size reuses it");
+            assertEquals(0, pool.stats().hugeIdleBytes());
+            pool.free(a);
         }
         pool.trim();
         assertEquals(0, pool.committedBytes());
@@ -245,8 +255,8 @@ class MemoryPoolTest {
             } else if (action < 65) {
                 Allocation a = live.get(random.nextInt(live.size()));
                 int target = Math.max(0, a.requestedBytes() - random.nextInt(64) + random.nextInt(64));
-                // pooled allocations are resized to pooled sizes, huge ones to huge sizes
-                target = a.reservedBytes() > CHUNK ? Math.max(CHUNK + 1, target) : Math.min(CHUNK, target);
+                // runs are resized to run sizes, dedicated regions to dedicated sizes
+                target = a.reservedBytes() > DEDICATED_ABOVE ? Math.max(DEDICATED_ABOVE + 1, target) : Math.min(DEDICATED_ABOVE, target);
                 boolean sameClass = pool.reservedSizeFor(target) == a.reservedBytes();
                 int before = a.requestedBytes();
                 assertEquals(sameClass, pool.resizeInPlace(a, target), a + " to " + target);
@@ -270,7 +280,9 @@ class MemoryPoolTest {
         assertEquals(0, pool.reservedBytes());
         PoolStats end = pool.stats();
         assertEquals(0, end.liveAllocations());
-        assertEquals(end.chunks() * (long) CHUNK, PoolMemory.regionBytes(pool), "no huge region is left");
+        assertEquals(end.chunks() * (long) CHUNK + end.hugeIdleBytes(), PoolMemory.regionBytes(pool),
+                "no live dedicated region is left");
+        assertTrue(end.hugeIdleBytes() <= CHUNK, "idle dedicated regions are bounded by a chunk's bytes");
         pool.trim();
         assertEquals(0, pool.committedBytes());
         assertEquals(0, pool.stats().chunks());
@@ -290,14 +302,15 @@ class MemoryPoolTest {
         long huge = 0;
         long hugeCount = 0;
         for (Allocation a : live) {
-            if (a.reservedBytes() > CHUNK) {
+            if (a.reservedBytes() > DEDICATED_ABOVE) {
                 huge += a.reservedBytes();
                 hugeCount++;
             }
         }
         assertEquals(sum(live, false), stats.requestedBytes());
         assertEquals(sum(live, true), stats.reservedBytes());
-        assertEquals((long) stats.chunks() * CHUNK + huge, PoolMemory.regionBytes(pool), "regions = chunks + huge regions");
+        assertEquals((long) stats.chunks() * CHUNK + huge + stats.hugeIdleBytes(), PoolMemory.regionBytes(pool),
+                "regions = chunks + live and idle dedicated regions");
         assertTrue(stats.committedBytes() >= PoolMemory.regionBytes(pool), "committed = regions + room in their groups");
         assertEquals(stats.committedBytes(), pool.committedBytes());
         assertEquals(huge, stats.hugeCommittedBytes());
@@ -369,7 +382,8 @@ class MemoryPoolTest {
     /** Without thread caches, freeing whole chunks keeps exactly maxIdleChunksPerArena of them; trim keeps minIdleChunks. */
     @Test
     void idleChunksAreBoundedAndTrimKeepsTheConfiguredMinimum() {
-        MemoryPool pool = new MemoryPool(config().arenas(1).maxCachedSize(0).maxIdleChunksPerArena(2).minIdleChunks(1).build());
+        MemoryPool pool = new MemoryPool(config().arenas(1).maxCachedSize(0).maxIdleChunksPerArena(2).minIdleChunks(1)
+                .dedicatedAbove(CHUNK).build()); // whole-chunk runs, not regions of their own
         List<Allocation> chunks = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
             Allocation a = new Allocation();
@@ -579,7 +593,7 @@ class MemoryPoolTest {
      */
     @Test
     void aFittedRunResizesInPlaceWithinItsPagesAndTheLargeSlotMatchesPages() {
-        MemoryPool pool = new MemoryPool(config().arenas(1).build());
+        MemoryPool pool = new MemoryPool(config().arenas(1).dedicatedAbove(CHUNK).build()); // runs up to a chunk
         Allocation a = new Allocation();
         pool.allocate(200_000, a); // 25 pages
         assertEquals(25 * PAGE, a.reservedBytes());

@@ -43,9 +43,10 @@ class PoolEventsTest {
 
     private final ManualTime time = new ManualTime();
 
+    /** Runs up to a whole chunk, so that the events here are about chunks; dedicated regions have tests of their own. */
     private PoolConfig.Builder config() {
         return PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).ticker(time).scheduler(time)
-                .chunkSource(ChunkSource.direct());
+                .chunkSource(ChunkSource.direct()).dedicatedAbove(CHUNK);
     }
 
     @Test

@@ -442,15 +442,16 @@ class SequentialAllocatorTest {
         assertEquals(0, log.stats().slicesCarved());
         assertEquals(0, log.stats().chunks(), "no slab chunk was opened");
         assertEquals(pool.reservedSizeFor(MAX_SLICE + 1), large.reservedBytes());
+        assertEquals(MAX_SLICE + PoolConfig.PAGE_SIZE, large.reservedBytes(), "above an eighth of a chunk: a region of its own");
 
         Allocation huge = slice(CHUNK + 1);
         assertEquals(2, log.stats().fallbackAllocations());
         int hugeSize = CHUNK + PoolConfig.PAGE_SIZE;
         assertEquals(hugeSize, huge.reservedBytes(), "a huge region is rounded to whole pages");
         PoolStats stats = pool.stats();
-        assertEquals(1, stats.hugeAllocations());
-        assertEquals(hugeSize, stats.hugeCommittedBytes());
-        assertEquals((long) stats.chunks() * CHUNK + hugeSize, stats.committedBytes());
+        assertEquals(2, stats.hugeAllocations());
+        assertEquals(large.reservedBytes() + hugeSize, stats.hugeCommittedBytes());
+        assertEquals((long) stats.chunks() * CHUNK + large.reservedBytes() + hugeSize, stats.committedBytes());
         CategoryStats category = stats.category("log_cache");
         assertEquals(MAX_SLICE + 1 + CHUNK + 1, category.requested());
         assertEquals(large.reservedBytes() + hugeSize, category.reserved());
@@ -458,8 +459,9 @@ class SequentialAllocatorTest {
         huge.chunkMemory().put(huge.offset() + CHUNK, (byte) 7); // the last byte is usable
         pool.free(huge);
         PoolStats afterHuge = pool.stats();
-        assertEquals(0, afterHuge.hugeAllocations());
-        assertEquals(0, afterHuge.hugeCommittedBytes());
+        assertEquals(1, afterHuge.hugeAllocations());
+        assertEquals(large.reservedBytes(), afterHuge.hugeCommittedBytes());
+        assertEquals(0, afterHuge.hugeIdleBytes(), "a region larger than a chunk is never kept idle");
         pool.free(large);
         assertEverythingReturns();
     }

@@ -430,7 +430,7 @@ class ThreadCacheTest {
      */
     @Test
     void aLiveThreadFlushesItsCacheAtItsNextOperationAfterATrim() throws Exception {
-        // a 4 MiB chunk, so that a 2 MiB request is a pooled run (it goes through the cache) but too large to cache
+        // a 4 MiB chunk: a 2 MiB request is too large for any cache (a region of its own), yet it is an operation
         MemoryPool pool = new MemoryPool(MemoryPoolTest.config().chunkSize(4 << 20).arenas(2).arenaSpreadBytes(0).build());
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch filled = new CountDownLatch(1);

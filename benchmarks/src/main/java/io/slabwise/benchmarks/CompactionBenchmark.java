@@ -279,7 +279,7 @@ public class CompactionBenchmark {
             counters.residentTrimmed = ProcessMemory.residentBytes();
             if (slabwise != null) {
                 PoolStats stats = slabwise.stats();
-                counters.chunkBytesTrimmed = (long) stats.chunks() * stats.chunkSize() + stats.hugeCommittedBytes()
+                counters.chunkBytesTrimmed = (long) stats.chunks() * stats.chunkSize() + stats.hugeCommittedBytes() + stats.hugeIdleBytes()
                         + stats.blockRegionBytes();
             }
         }

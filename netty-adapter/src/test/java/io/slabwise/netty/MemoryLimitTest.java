@@ -71,7 +71,8 @@ class MemoryLimitTest {
 
     @Test
     void idleChunksAreReclaimedBeforeRefusing() {
-        SlabwiseAllocator allocator = small().maxMemory(2L * CHUNK).maxIdleChunksPerArena(4).build();
+        SlabwiseAllocator allocator = small().maxMemory(2L * CHUNK).maxIdleChunksPerArena(4)
+                .dedicatedAbove(CHUNK).build(); // whole-chunk runs, not regions of their own
         ByteBuf a = allocator.directBuffer(CHUNK);
         ByteBuf b = allocator.directBuffer(CHUNK);
         a.release();

@@ -1,0 +1,150 @@
+package io.slabwise;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedList;
+import java.util.List;
+
+/**
+ * The general pool's dedicated regions: a request above the pool's
+ * dedicated threshold (every huge request, larger than a chunk, and by
+ * default every request above an eighth of a chunk) gets a region of its
+ * own, whole pages of exactly its size, instead of a run carved from a chunk.
+ * A run of half a chunk or more leaves a hole in its chunk that only a
+ * smaller request can use, and its chunk goes back only when every run in it
+ * has; a region of its own goes back the moment its buffer is released.
+ *
+ * <pre>
+ *  take(size) ── an idle region of that size? ──yes──▶ that region (the newest)
+ *                          │no
+ *                          ▼
+ *                 committed.commit(size, HUGE)
+ *
+ *  giveBack(region) ── pool open? ──yes──▶ idle, newest last; the oldest go back past maxIdleBytes
+ *                          │no
+ *                          ▼
+ *                 committed.decommit(region)
+ * </pre>
+ *
+ * Released regions stay idle, up to {@code maxIdleBytes} in all (a chunk's
+ * worth), so that a thread that allocates and releases buffers of one large
+ * size in turn does not map and unmap a region each time. An idle region
+ * serves only a request of exactly its pages, so a request reserves the same
+ * whether its region is new or reused ({@link MemoryPool#reservedSizeFor}).
+ * Idle regions are committed memory: they decay, go back on
+ * {@code trim()}, before a refusal at the ceiling, and when the pool closes,
+ * like idle chunks ({@link IdleMemory}).
+ *
+ * <p>Any thread: the idle list is guarded by this object's lock, held only
+ * to pick or add a region; regions are committed and given back outside it.
+ */
+final class DedicatedRegions {
+
+    private final CommittedMemory committed;
+    private final Ticker ticker;
+    private final long maxIdleBytes;
+    /** Idle regions, oldest first; guarded by {@code this}. */
+    private final LinkedList<Idle> idle = new LinkedList<>();
+    /** Bytes of {@link #idle}; guarded by {@code this}, read without the lock by statistics. */
+    private volatile long idleBytes;
+
+    /** An idle region and when it was given back, in ticker nanoseconds. */
+    private record Idle(NativeRegion region, long since) {
+    }
+
+    DedicatedRegions(CommittedMemory committed, Ticker ticker, long maxIdleBytes) {
+        this.committed = committed;
+        this.ticker = ticker;
+        this.maxIdleBytes = maxIdleBytes;
+    }
+
+    /**
+     * An idle region of exactly {@code size} bytes (the most recently given
+     * back), taken off the idle list; null when none is idle.
+     */
+    NativeRegion takeIdle(int size) {
+        if (idleBytes == 0) {
+            return null; // the common case past a burst: no lock
+        }
+        synchronized (this) {
+            Iterator<Idle> it = idle.descendingIterator();
+            while (it.hasNext()) {
+                Idle candidate = it.next();
+                if (candidate.region.size() == size) {
+                    it.remove();
+                    idleBytes -= size;
+                    return candidate.region;
+                }
+            }
+            return null;
+        }
+    }
+
+    /**
+     * Takes a released region back: idle for reuse when {@code keep} (and it
+     * is no larger than {@code maxIdleBytes}), the oldest idle regions going
+     * back to the chunk source past that bound; straight back otherwise.
+     */
+    void giveBack(NativeRegion region, boolean keep) {
+        if (!keep || region.size() > maxIdleBytes) {
+            committed.decommit(region);
+            return;
+        }
+        List<NativeRegion> evicted = null;
+        synchronized (this) {
+            idle.addLast(new Idle(region, ticker.read()));
+            long bytes = idleBytes + region.size();
+            while (bytes > maxIdleBytes) {
+                Idle oldest = idle.removeFirst();
+                bytes -= oldest.region.size();
+                if (evicted == null) {
+                    evicted = new ArrayList<>(2);
+                }
+                evicted.add(oldest.region);
+            }
+            idleBytes = bytes;
+        }
+        if (evicted != null) {
+            evicted.forEach(committed::decommit);
+        }
+    }
+
+    /**
+     * Gives back the regions idle for at least {@code idleNanos} (0: all).
+     *
+     * @return how many regions and bytes went back, as {@code {regions, bytes}}
+     */
+    long[] release(long idleNanos) {
+        List<NativeRegion> released = new ArrayList<>();
+        synchronized (this) {
+            long now = ticker.read();
+            Iterator<Idle> it = idle.iterator();
+            long bytes = idleBytes;
+            while (it.hasNext()) {
+                Idle candidate = it.next();
+                if (idleNanos == 0 || now - candidate.since >= idleNanos) {
+                    it.remove();
+                    bytes -= candidate.region.size();
+                    released.add(candidate.region);
+                }
+            }
+            idleBytes = bytes;
+        }
+        long bytes = 0;
+        for (NativeRegion region : released) {
+            bytes += region.size();
+            committed.decommit(region);
+        }
+        return new long[] {released.size(), bytes};
+    }
+
+    /** Bytes of the idle regions now. */
+    long idleBytes() {
+        return idleBytes;
+    }
+
+    /** The idle regions now. */
+    synchronized int idleCount() {
+        return idle.size();
+    }
+}

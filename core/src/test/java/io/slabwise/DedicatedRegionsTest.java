@@ -1,0 +1,274 @@
+package io.slabwise;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Requests above the dedicated threshold (an eighth of a chunk by default)
+ * get regions of their own; released ones stay idle, up to a chunk's bytes,
+ * for a request of exactly their pages, and go back on decay, trim, at the
+ * ceiling and on close.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class DedicatedRegionsTest {
+
+    private static final int CHUNK = MemoryPoolTest.CHUNK;
+    private static final int PAGE = PoolConfig.PAGE_SIZE;
+    /** 37 pages: above the default threshold of 128 KiB with 1 MiB chunks. */
+    private static final int PAGES_37 = 37 * PAGE;
+
+    private final ManualTime time = new ManualTime();
+
+    private PoolConfig.Builder config() {
+        return MemoryPoolTest.config().arenas(1).ticker(time).scheduler(time);
+    }
+
+    private static Allocation allocate(MemoryPool pool, int size) {
+        Allocation a = new Allocation();
+        assertTrue(pool.allocate(size, a));
+        return a;
+    }
+
+    @Test
+    void theThresholdIsAnEighthOfAChunkUnlessSetAndNeverBelowTheCachedSizes() {
+        assertEquals(512 * 1024, PoolConfig.builder().build().dedicatedAbove());
+        assertEquals(CHUNK / 8, PoolConfig.builder().chunkSize(CHUNK).build().dedicatedAbove());
+        assertEquals(300_000, PoolConfig.builder().dedicatedAbove(300_000).build().dedicatedAbove());
+        assertTrue(PoolConfig.builder().build().toString().contains("dedicatedAbove=524288"));
+
+        MemoryPool pool = new MemoryPool(config().dedicatedAbove(PAGE).build());
+        Allocation cached = allocate(pool, 64 * 1024); // a size thread caches keep: from a chunk all the same
+        assertEquals(0, pool.stats().hugeAllocations());
+        assertEquals(1, pool.stats().chunks());
+        Allocation above = allocate(pool, 64 * 1024 + PAGE + 1);
+        assertEquals(1, pool.stats().hugeAllocations(), "above the largest cached class: a region of its own");
+        assertEquals(0, above.offset());
+        pool.free(cached);
+        pool.free(above);
+        pool.close();
+    }
+
+    @Test
+    void badThresholdsAreRefusedWithTheSettingNamed() {
+        IllegalArgumentException low = assertThrows(IllegalArgumentException.class,
+                () -> PoolConfig.builder().dedicatedAbove(PAGE - 1));
+        assertTrue(low.getMessage().contains("dedicatedAbove") && low.getMessage().contains(String.valueOf(PAGE - 1)),
+                low.getMessage());
+        IllegalArgumentException high = assertThrows(IllegalArgumentException.class,
+                () -> PoolConfig.builder().chunkSize(CHUNK).dedicatedAbove(CHUNK + 1).build());
+        assertTrue(high.getMessage().contains("dedicatedAbove") && high.getMessage().contains("chunk size"),
+                high.getMessage());
+    }
+
+    @Test
+    void aReleasedRegionServesTheNextRequestOfExactlyItsPages() {
+        MemoryPool pool = new MemoryPool(config().build());
+        Allocation a = allocate(pool, PAGES_37 - 100);
+        assertEquals(PAGES_37, a.reservedBytes());
+        assertEquals(PAGES_37, pool.committedBytes(), "a region of its own, no chunk");
+        assertEquals(0, pool.stats().chunks());
+        long address = a.address();
+        pool.free(a);
+        assertEquals(PAGES_37, pool.committedBytes(), "kept idle");
+        assertEquals(PAGES_37, pool.stats().hugeIdleBytes());
+        assertEquals(0, pool.reservedBytes());
+
+        Allocation same = allocate(pool, PAGES_37); // other bytes, the same pages
+        assertEquals(address, same.address(), "the idle region is reused");
+        assertEquals(PAGES_37, pool.committedBytes());
+        assertEquals(0, pool.stats().hugeIdleBytes());
+        pool.free(same);
+
+        Allocation larger = allocate(pool, PAGES_37 + 1); // one page more: the idle region does not serve it
+        assertNotEquals(address, larger.address());
+        assertEquals(PAGES_37 + PAGES_37 + PAGE, pool.committedBytes());
+        assertEquals(PAGES_37, pool.stats().hugeIdleBytes());
+        Allocation smaller = allocate(pool, PAGES_37 - PAGE); // one page fewer: nor that
+        assertNotEquals(address, smaller.address());
+        assertEquals(PAGES_37, pool.stats().hugeIdleBytes());
+        pool.free(larger);
+        pool.free(smaller);
+        assertEquals(3L * PAGES_37, pool.stats().hugeIdleBytes(), "all three fit within a chunk's bytes");
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+        assertEquals(0, pool.stats().hugeIdleBytes());
+    }
+
+    @Test
+    void idleRegionsKeepAtMostAChunkOfBytesTheOldestGoingBackFirst() {
+        MemoryPool pool = new MemoryPool(config().build());
+        List<Allocation> held = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            held.add(allocate(pool, PAGES_37));
+        }
+        List<Long> addresses = new ArrayList<>();
+        for (Allocation a : held) {
+            addresses.add(a.address());
+            pool.free(a); // in order: the first is the oldest idle region
+        }
+        int kept = CHUNK / PAGES_37; // 3 regions of 37 pages fit in 128 pages
+        assertEquals((long) kept * PAGES_37, pool.stats().hugeIdleBytes());
+        assertEquals((long) kept * PAGES_37, pool.committedBytes(), "the two oldest went back");
+        for (int i = 0; i < kept; i++) {
+            Allocation again = allocate(pool, PAGES_37);
+            assertEquals(addresses.get(4 - i), again.address(), "the most recently released first");
+            held.set(i, again);
+        }
+        assertEquals(0, pool.stats().hugeIdleBytes());
+        Allocation fresh = allocate(pool, PAGES_37);
+        assertFalse(addresses.subList(2, 5).contains(fresh.address()), "nothing idle is left: a new region");
+        for (int i = 0; i < kept; i++) {
+            pool.free(held.get(i));
+        }
+        pool.free(fresh);
+        pool.close();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    @Test
+    void regionsLargerThanAChunkAreNeverKeptIdle() {
+        MemoryPool pool = new MemoryPool(config().build());
+        Allocation huge = allocate(pool, CHUNK + 1);
+        assertEquals(CHUNK + PAGE, pool.committedBytes());
+        pool.free(huge);
+        assertEquals(0, pool.committedBytes());
+        assertEquals(0, pool.stats().hugeIdleBytes());
+        pool.close();
+    }
+
+    @Test
+    void idleRegionsDecayAndGoBackOnTrim() {
+        MemoryPool pool = new MemoryPool(config().idleChunkDecay(Duration.ofSeconds(10)).build());
+        pool.free(allocate(pool, PAGES_37));
+        time.advance(Duration.ofSeconds(9));
+        time.runScheduled();
+        assertEquals(PAGES_37, pool.committedBytes(), "not idle long enough");
+        time.advance(Duration.ofSeconds(1));
+        time.runScheduled();
+        assertEquals(0, pool.committedBytes(), "idle for the decay time: given back");
+
+        pool.free(allocate(pool, PAGES_37));
+        assertEquals(1, pool.trim());
+        assertEquals(0, pool.committedBytes());
+        pool.close();
+    }
+
+    @Test
+    void idleRegionsGoBackBeforeARefusalAtTheCeiling() {
+        MemoryPool pool = new MemoryPool(config().maxMemory(CHUNK).build());
+        pool.free(allocate(pool, 60 * PAGE));
+        assertEquals(60 * PAGE, pool.committedBytes());
+        Allocation other = allocate(pool, 70 * PAGE); // 60 + 70 pages exceed the 128 of the ceiling
+        assertEquals(70 * PAGE, pool.committedBytes(), "the idle region went back to make room");
+        assertEquals(0, pool.stats().hugeIdleBytes());
+        pool.free(other);
+        pool.close();
+    }
+
+    @Test
+    void aClosedPoolKeepsNoIdleRegion() {
+        MemoryPool pool = new MemoryPool(config().build());
+        pool.free(allocate(pool, PAGES_37));
+        Allocation live = allocate(pool, 20 * PAGE);
+        pool.close();
+        assertEquals(20 * PAGE, pool.committedBytes(), "close gave back the idle region");
+        pool.free(live);
+        assertEquals(0, pool.committedBytes(), "released after close: straight back");
+    }
+
+    @Test
+    void resizeInPlaceNeverCrossesTheThreshold() {
+        MemoryPool pool = new MemoryPool(config().build());
+        Allocation region = allocate(pool, PAGES_37);
+        assertTrue(pool.resizeInPlace(region, PAGES_37 - PAGE + 1), "the same pages");
+        assertFalse(pool.resizeInPlace(region, PAGES_37 - PAGE), "one page fewer");
+        assertFalse(pool.resizeInPlace(region, CHUNK / 8), "a run would serve it: it must move");
+        Allocation run = allocate(pool, CHUNK / 8); // 16 pages, a run
+        assertEquals(1, pool.stats().hugeAllocations(), "one region, one run");
+        assertFalse(pool.resizeInPlace(run, CHUNK / 8 + 1), "one byte more needs a region of its own");
+        pool.free(region);
+        pool.free(run);
+        pool.close();
+    }
+
+    /**
+     * Threads release and allocate regions of a few sizes in lockstep, so
+     * that every round hands idle regions from one thread to another: no two
+     * live allocations ever share a region (each stamps its first and last
+     * bytes and finds them intact at its release), and the accounting ends
+     * exact, with at most a chunk's bytes idle.
+     */
+    @Test
+    void regionsPassBetweenThreadsWithoutEverBeingSharedAndTheAccountingStaysExact()
+            throws InterruptedException {
+        MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(2).build());
+        int threads = 4;
+        int rounds = 300;
+        int[] pages = {17, 17, 20, 37, 37, 64};
+        Set<Long> liveAddresses = new HashSet<>();
+        CyclicBarrier allocated = new CyclicBarrier(threads, () -> {
+            synchronized (liveAddresses) {
+                liveAddresses.clear();
+            }
+        });
+        List<Runnable> workers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            long stamp = 0x5A5A_0000_0000L | t;
+            Random random = new Random(31 + t);
+            workers.add(() -> {
+                Allocation held = null;
+                for (int round = 0; round < rounds; round++) {
+                    if (held != null) {
+                        assertEquals(stamp, held.chunkMemory().getLong(held.offset()), "first bytes intact");
+                        assertEquals(stamp, held.chunkMemory().getLong(held.offset() + held.reservedBytes() - 8),
+                                "last bytes intact");
+                        pool.free(held);
+                    }
+                    held = allocate(pool, pages[random.nextInt(pages.length)] * PAGE - random.nextInt(PAGE));
+                    held.chunkMemory().putLong(held.offset(), stamp);
+                    held.chunkMemory().putLong(held.offset() + held.reservedBytes() - 8, stamp);
+                    synchronized (liveAddresses) {
+                        assertTrue(liveAddresses.add(held.address()), "a region live twice: " + held);
+                    }
+                    await(allocated);
+                }
+                pool.free(held);
+            });
+        }
+        ConcurrentTasks.runConcurrently(workers);
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.requestedBytes());
+        assertEquals(0, stats.reservedBytes());
+        assertEquals(0, stats.hugeAllocations());
+        assertEquals(stats.hugeIdleBytes(), stats.committedBytes(), "only idle regions are left");
+        assertTrue(stats.hugeIdleBytes() <= CHUNK, "at most a chunk's bytes idle: " + stats.hugeIdleBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+        pool.close();
+    }
+
+    private static void await(CyclicBarrier barrier) {
+        try {
+            barrier.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException | BrokenBarrierException | TimeoutException e) {
+            throw new AssertionError("a worker did not reach the barrier", e);
+        }
+    }
+}
