@@ -15,10 +15,10 @@ import java.util.List;
  * has; a region of its own goes back the moment its buffer is released.
  *
  * <pre>
- *  take(size) ── an idle region of that size? ──yes──▶ that region (the newest)
+ *  take(pages) ── an idle region of pages .. pages + pages/8? ──yes──▶ the smallest (the newest of equals)
  *                          │no
  *                          ▼
- *                 committed.commit(size, HUGE)
+ *                 committed.commit(pages, HUGE)
  *
  *  giveBack(region) ── pool open? ──yes──▶ idle, newest last; the oldest go back past maxIdleBytes
  *                          │no
@@ -27,11 +27,11 @@ import java.util.List;
  * </pre>
  *
  * Released regions stay idle, up to {@code maxIdleBytes} in all (a chunk's
- * worth), so that a thread that allocates and releases buffers of one large
- * size in turn does not map and unmap a region each time. An idle region
- * serves only a request of exactly its pages, so a request reserves the same
- * whether its region is new or reused ({@link MemoryPool#reservedSizeFor}).
- * Idle regions are committed memory: they decay, go back on
+ * worth), so that buffers of large sizes released and allocated in turn do
+ * not map and unmap a region each time. An idle region serves a request of
+ * its pages or up to an eighth fewer (the bound of size-class rounding), so a
+ * reused region reserves at most 12.5% more than a new one would
+ * ({@link MemoryPool#reservedSizeFor}). Idle regions are committed memory: they decay, go back on
  * {@code trim()}, before a refusal at the ceiling, and when the pool closes,
  * like idle chunks ({@link IdleMemory}).
  *
@@ -59,25 +59,44 @@ final class DedicatedRegions {
     }
 
     /**
-     * An idle region of exactly {@code size} bytes (the most recently given
-     * back), taken off the idle list; null when none is idle.
+     * Whether a region of {@code regionSize} bytes may serve a request of
+     * {@code pages} bytes (whole pages): at least as large, and larger by at
+     * most an eighth.
      */
-    NativeRegion takeIdle(int size) {
+    static boolean fits(int regionSize, int pages) {
+        return regionSize >= pages && regionSize - pages <= pages >>> 3;
+    }
+
+    /**
+     * The idle region that fits a request of {@code pages} bytes most
+     * closely (the most recently given back of equals), taken off the idle
+     * list; null when none fits.
+     */
+    NativeRegion takeIdle(int pages) {
         if (idleBytes == 0) {
             return null; // the common case past a burst: no lock
         }
         synchronized (this) {
-            Iterator<Idle> it = idle.descendingIterator();
-            while (it.hasNext()) {
+            Idle best = null;
+            for (Iterator<Idle> it = idle.descendingIterator(); it.hasNext(); ) {
                 Idle candidate = it.next();
-                if (candidate.region.size() == size) {
-                    it.remove();
-                    idleBytes -= size;
-                    return candidate.region;
+                int size = candidate.region.size();
+                if (fits(size, pages) && (best == null || size < best.region.size())) {
+                    best = candidate;
                 }
             }
-            return null;
+            if (best == null) {
+                return null;
+            }
+            idle.remove(best);
+            idleBytes -= best.region.size();
+            return best.region;
         }
+    }
+
+    /** Puts back a region {@link #takeIdle} gave that the caller could not use (a quota had no room for it). */
+    void putBack(NativeRegion region) {
+        giveBack(region, true);
     }
 
     /**

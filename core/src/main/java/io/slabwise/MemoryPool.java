@@ -416,7 +416,9 @@ public final class MemoryPool implements AutoCloseable {
      * never less than 8 pages), whole pages above (a run fitted to the
      * request, so a 65 KiB request reserves 72 KiB with 8 KiB pages, not its
      * class's 80 KiB), and whole pages of a region of its own above the dedicated threshold
-     * ({@link PoolConfig#dedicatedAbove()}, 512 KiB by default).
+     * ({@link PoolConfig#dedicatedAbove()}, 512 KiB by default). An idle region
+     * reused for such a request may be larger by up to an eighth; the request
+     * then reserves all of it.
      */
     public int reservedSizeFor(int requested) {
         checkRequest(requested);
@@ -678,8 +680,11 @@ public final class MemoryPool implements AutoCloseable {
         }
         // in place while a request of the new size would reserve just as much (the same class, or the same pages)
         boolean dedicatedSize = newRequested > dedicatedAbove;
-        if (dedicatedSize != allocation.chunk.huge || reservedSizeFor(newRequested) != allocation.reserved) {
-            return false; // a run stays a run of its class (or pages), a dedicated region keeps its pages
+        boolean fits = dedicatedSize
+                ? DedicatedRegions.fits(allocation.reserved, roundToPage(newRequested)) // as a reused region would
+                : reservedSizeFor(newRequested) == allocation.reserved;
+        if (dedicatedSize != allocation.chunk.huge || !fits) {
+            return false; // a run stays a run of its class (or pages), a dedicated region serves what it could be reused for
         }
         countResize(allocation, newRequested);
         return true;
@@ -701,17 +706,25 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * A region of its own for a request above {@link #dedicatedAbove}, of
-     * {@code size} bytes (whole pages): an idle one of that size, or a new one.
+     * A region of its own for a request above {@link #dedicatedAbove}: an
+     * idle one that fits ({@link DedicatedRegions#fits}), or a new one of
+     * {@code pages} bytes. A reused region larger than {@code pages} reserves
+     * all of it, so the category is charged the difference too; where its
+     * quota has no room for that, a new region is committed instead.
      */
-    private void allocateDedicated(ThreadCache cache, Category category, int requested, int size, Allocation out) {
+    private void allocateDedicated(ThreadCache cache, Category category, int requested, int pages, Allocation out) {
         if (cache.isOwnerThread()) {
             cache.flushIfRequested(); // the stacks are passed by: answer a trim's request here
         }
-        NativeRegion region = dedicated.takeIdle(size);
-        if (region == null) {
-            region = committed.commit(size, CommittedMemory.RegionKind.HUGE);
+        NativeRegion region = dedicated.takeIdle(pages);
+        if (region != null && region.size() > pages && !category.admit(region.size() - pages)) {
+            dedicated.putBack(region);
+            region = null;
         }
+        if (region == null) {
+            region = committed.commit(pages, CommittedMemory.RegionKind.HUGE);
+        }
+        int size = region.size();
         out.chunk = new Chunk(cache.arena, region);
         out.handle = 0;
         committed.hugeBytes.addAndGet(size);

@@ -23,8 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Requests above the dedicated threshold (an eighth of a chunk by default)
  * get regions of their own; released ones stay idle, up to a chunk's bytes,
- * for a request of exactly their pages, and go back on decay, trim, at the
- * ceiling and on close.
+ * for a request of their pages or up to an eighth fewer, and go back on
+ * decay, trim, at the ceiling and on close.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class DedicatedRegionsTest {
@@ -78,7 +78,7 @@ class DedicatedRegionsTest {
     }
 
     @Test
-    void aReleasedRegionServesTheNextRequestOfExactlyItsPages() {
+    void aReleasedRegionServesARequestOfItsPagesOrUpToAnEighthFewer() {
         MemoryPool pool = new MemoryPool(config().build());
         Allocation a = allocate(pool, PAGES_37 - 100);
         assertEquals(PAGES_37, a.reservedBytes());
@@ -100,12 +100,19 @@ class DedicatedRegionsTest {
         assertNotEquals(address, larger.address());
         assertEquals(PAGES_37 + PAGES_37 + PAGE, pool.committedBytes());
         assertEquals(PAGES_37, pool.stats().hugeIdleBytes());
-        Allocation smaller = allocate(pool, PAGES_37 - PAGE); // one page fewer: nor that
-        assertNotEquals(address, smaller.address());
+        Allocation tooSmall = allocate(pool, 32 * PAGE); // 5 pages fewer: more than an eighth of 32
+        assertNotEquals(address, tooSmall.address());
         assertEquals(PAGES_37, pool.stats().hugeIdleBytes());
+        Allocation smaller = allocate(pool, 33 * PAGE - 5); // 4 pages fewer: an eighth of 33, the idle region serves it
+        assertEquals(address, smaller.address());
+        assertEquals(PAGES_37, smaller.reservedBytes(), "it reserves the whole region");
+        assertEquals(PAGES_37 + PAGE + 32 * PAGE + PAGES_37, pool.reservedBytes());
+        assertEquals(PAGES_37 + PAGE + 32 * PAGE + PAGES_37, pool.committedBytes());
         pool.free(larger);
+        pool.free(tooSmall);
         pool.free(smaller);
-        assertEquals(3L * PAGES_37, pool.stats().hugeIdleBytes(), "all three fit within a chunk's bytes");
+        assertEquals(0, pool.reservedBytes());
+        assertEquals(3L * PAGES_37 - 5 * PAGE + PAGE, pool.stats().hugeIdleBytes(), "all three fit within a chunk's bytes");
         pool.trim();
         assertEquals(0, pool.committedBytes());
         assertEquals(0, pool.stats().hugeIdleBytes());
@@ -140,6 +147,34 @@ class DedicatedRegionsTest {
         pool.free(fresh);
         pool.close();
         assertEquals(0, pool.committedBytes());
+    }
+
+    /** A reused region charges the category all its pages; where the quota has no room for them, a new region is taken. */
+    @Test
+    void aQuotaWithoutRoomForTheLargerIdleRegionGetsANewOneOfItsPages() {
+        MemoryPool pool = new MemoryPool(config().quota("large", 60 * PAGE).build());
+        Category large = pool.category("large");
+        Allocation a = new Allocation();
+        assertTrue(pool.allocate(large, 37 * PAGE, a));
+        long idleAddress = a.address();
+        pool.free(a);
+        Allocation b = new Allocation();
+        assertTrue(pool.allocate(large, 33 * PAGE, b));
+        assertEquals(idleAddress, b.address(), "the quota has room for all 37 pages");
+        assertEquals(37 * PAGE, pool.stats().category("large").reserved());
+        pool.free(b);
+
+        Allocation held = new Allocation();
+        assertTrue(pool.allocate(large, 25 * PAGE, held)); // 37 pages are too many for the idle region to serve 25
+        Allocation c = new Allocation();
+        assertTrue(pool.allocate(large, 33 * PAGE, c)); // 25 + 33 fit the quota; 25 + 37 would not
+        assertNotEquals(idleAddress, c.address(), "a new region of 33 pages, not the idle 37");
+        assertEquals(33 * PAGE, c.reservedBytes());
+        assertEquals(58 * PAGE, pool.stats().category("large").reserved());
+        assertEquals(PAGES_37, pool.stats().hugeIdleBytes(), "the idle region was put back");
+        pool.free(held);
+        pool.free(c);
+        pool.close();
     }
 
     @Test
@@ -198,7 +233,10 @@ class DedicatedRegionsTest {
         MemoryPool pool = new MemoryPool(config().build());
         Allocation region = allocate(pool, PAGES_37);
         assertTrue(pool.resizeInPlace(region, PAGES_37 - PAGE + 1), "the same pages");
-        assertFalse(pool.resizeInPlace(region, PAGES_37 - PAGE), "one page fewer");
+        assertTrue(pool.resizeInPlace(region, 33 * PAGE), "an eighth fewer: as a reused region would serve it");
+        assertEquals(PAGES_37, region.reservedBytes());
+        assertFalse(pool.resizeInPlace(region, 32 * PAGE), "more than an eighth fewer: it must move");
+        assertFalse(pool.resizeInPlace(region, PAGES_37 + 1), "more pages: it must move");
         assertFalse(pool.resizeInPlace(region, CHUNK / 8), "a run would serve it: it must move");
         Allocation run = allocate(pool, CHUNK / 8); // 16 pages, a run
         assertEquals(1, pool.stats().hugeAllocations(), "one region, one run");
