@@ -3,6 +3,7 @@ package io.slabwise;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
@@ -104,7 +105,8 @@ final class Arena {
     private long usedBytes;
     private long chunksAllocated;
     private long chunksReleased;
-    private long hugeAllocated;
+    /** Live dedicated regions of this arena's threads; counted without the arena's lock. */
+    private final AtomicLong hugeAllocated = new AtomicLong();
 
     Arena(CommittedMemory committed, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity, Ticker ticker) {
         this.committed = committed;
@@ -580,9 +582,9 @@ final class Arena {
         }
     }
 
-    /** Records a huge allocation (its region is owned by its own chunk object). */
-    synchronized void countHuge(int delta) {
-        hugeAllocated += delta;
+    /** Records a dedicated region (owned by its own chunk object) allocated or released; takes no lock. */
+    void countHuge(int delta) {
+        hugeAllocated.addAndGet(delta);
     }
 
     private void linkSubpage(Subpage subpage) {
@@ -604,6 +606,6 @@ final class Arena {
             usedPercent[i] = chunk.usedBytes == 0 ? 0 : (int) Math.max(1, chunk.usedBytes * 100 / chunk.chunkSize());
         }
         return new ArenaSnapshot(index, boundThreads.get(), chunkCount, idleChunks, usedBytes,
-                (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, hugeAllocated, usedPercent);
+                (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, hugeAllocated.get(), usedPercent);
     }
 }

@@ -35,6 +35,13 @@ import java.util.List;
  * {@code trim()}, before a refusal at the ceiling, and when the pool closes,
  * like idle chunks ({@link IdleMemory}).
  *
+ * <p>Before this list, a platform thread keeps one released region of up to
+ * 1 MiB it allocated itself in its cache's slot ({@link ThreadCache#takeDedicated}),
+ * with its chunk object, so that a thread cycling large buffers takes no lock
+ * and makes no garbage; the slot goes to this list when the thread's cache
+ * is flushed (a trim, close, the thread's death) or at a sweep that found it
+ * unused.
+ *
  * <p>Any thread: the idle list is guarded by this object's lock, held only
  * to pick or add a region; regions are committed and given back outside it.
  */
@@ -47,6 +54,8 @@ final class DedicatedRegions {
     private final LinkedList<Idle> idle = new LinkedList<>();
     /** Bytes of {@link #idle}; guarded by {@code this}, read without the lock by statistics. */
     private volatile long idleBytes;
+    /** Set by {@link #close()}; guarded by {@code this}. */
+    private boolean closed;
 
     /** An idle region and when it was given back, in ticker nanoseconds. */
     private record Idle(NativeRegion region, long since) {
@@ -96,36 +105,52 @@ final class DedicatedRegions {
 
     /** Puts back a region {@link #takeIdle} gave that the caller could not use (a quota had no room for it). */
     void putBack(NativeRegion region) {
-        giveBack(region, true);
+        giveBack(region);
     }
 
     /**
-     * Takes a released region back: idle for reuse when {@code keep} (and it
-     * is no larger than {@code maxIdleBytes}), the oldest idle regions going
-     * back to the chunk source past that bound; straight back otherwise.
+     * Takes a released region back: idle for reuse while the pool is open
+     * and the region is no larger than {@code maxIdleBytes}, the oldest idle
+     * regions going back to the chunk source past that bound; straight back
+     * otherwise.
      */
-    void giveBack(NativeRegion region, boolean keep) {
-        if (!keep || region.size() > maxIdleBytes) {
-            committed.decommit(region);
-            return;
-        }
-        List<NativeRegion> evicted = null;
+    void giveBack(NativeRegion region) {
+        List<NativeRegion> evicted;
         synchronized (this) {
-            idle.addLast(new Idle(region, ticker.read()));
-            long bytes = idleBytes + region.size();
-            while (bytes > maxIdleBytes) {
-                Idle oldest = idle.removeFirst();
-                bytes -= oldest.region.size();
-                if (evicted == null) {
-                    evicted = new ArrayList<>(2);
-                }
-                evicted.add(oldest.region);
+            if (closed || region.size() > maxIdleBytes) {
+                evicted = List.of(region);
+            } else {
+                evicted = keep(region);
             }
-            idleBytes = bytes;
         }
         if (evicted != null) {
             evicted.forEach(committed::decommit);
         }
+    }
+
+    /** Adds an idle region, newest last; returns the oldest ones past the bound, to give back outside the lock. */
+    private List<NativeRegion> keep(NativeRegion region) {
+        List<NativeRegion> evicted = null;
+        idle.addLast(new Idle(region, ticker.read()));
+        long bytes = idleBytes + region.size();
+        while (bytes > maxIdleBytes) {
+            Idle oldest = idle.removeFirst();
+            bytes -= oldest.region.size();
+            if (evicted == null) {
+                evicted = new ArrayList<>(2);
+            }
+            evicted.add(oldest.region);
+        }
+        idleBytes = bytes;
+        return evicted;
+    }
+
+    /** From now on every region given back goes straight to the chunk source, and none is taken from the idle list. */
+    void close() {
+        synchronized (this) {
+            closed = true;
+        }
+        release(0);
     }
 
     /**

@@ -125,7 +125,7 @@ public final class MemoryPool implements AutoCloseable {
             arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
-        this.threadCaches = new ThreadCaches(limit, arenas, config);
+        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated);
         this.idle = new IdleMemory(arenas, threadCaches, committed, dedicated, config, sequentialAllocators.values(),
                 blockPools.values());
         this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
@@ -185,6 +185,7 @@ public final class MemoryPool implements AutoCloseable {
             return;
         }
         decayTask.cancel();
+        dedicated.close();
         idle.reclaimAll();
         threadCaches.forgetOwn();
         PoolStats stats = stats();
@@ -636,7 +637,7 @@ public final class MemoryPool implements AutoCloseable {
             int sizeIndex = allocation.sizeIndex;
             allocation.clear();
             if (chunk.huge) {
-                freeDedicated(chunk, closed);
+                freeDedicated(chunk, closed, onOwnerThread ? owner : null);
             } else if (closed || chunk.evacuating || admission.hasWaiters()) {
                 // closed, a chunk being emptied, or someone waits for memory: not into this thread's cache
                 chunk.arena.free(chunk, handle);
@@ -713,19 +714,21 @@ public final class MemoryPool implements AutoCloseable {
      * quota has no room for that, a new region is committed instead.
      */
     private void allocateDedicated(ThreadCache cache, Category category, int requested, int pages, Allocation out) {
-        if (cache.isOwnerThread()) {
-            cache.flushIfRequested(); // the stacks are passed by: answer a trim's request here
+        Chunk chunk = cache.isOwnerThread() ? cache.takeDedicated(pages) : null; // the thread's own slot: no lock
+        if (chunk != null && chunk.chunkSize() > pages && !category.admit(chunk.chunkSize() - pages)) {
+            dedicated.putBack(chunk.region);
+            chunk = null;
         }
-        NativeRegion region = dedicated.takeIdle(pages);
-        if (region != null && region.size() > pages && !category.admit(region.size() - pages)) {
-            dedicated.putBack(region);
-            region = null;
+        if (chunk == null) {
+            NativeRegion region = dedicated.takeIdle(pages);
+            if (region != null && region.size() > pages && !category.admit(region.size() - pages)) {
+                dedicated.putBack(region);
+                region = null;
+            }
+            chunk = new Chunk(cache.arena, region != null ? region : committed.commit(pages, CommittedMemory.RegionKind.HUGE));
         }
-        if (region == null) {
-            region = committed.commit(pages, CommittedMemory.RegionKind.HUGE);
-        }
-        int size = region.size();
-        out.chunk = new Chunk(cache.arena, region);
+        int size = chunk.chunkSize();
+        out.chunk = chunk;
         out.handle = 0;
         committed.hugeBytes.addAndGet(size);
         committed.hugeCount.incrementAndGet();
@@ -734,15 +737,20 @@ public final class MemoryPool implements AutoCloseable {
         cache.countAllocation(category, requested, size, false, out);
     }
 
-    /** Gives a dedicated region back: idle for reuse while the pool is open, to the chunk source once it is closed. */
-    private void freeDedicated(Chunk chunk, boolean closed) {
+    /**
+     * Gives a dedicated region back while the pool is open: into the
+     * releasing thread's slot when it allocated the region and its slot is
+     * free, else idle for any thread; to the chunk source once the pool is
+     * closed.
+     */
+    private void freeDedicated(Chunk chunk, boolean closed, ThreadCache ownerReleasing) {
         committed.hugeBytes.addAndGet(-chunk.chunkSize());
         committed.hugeCount.decrementAndGet();
         chunk.arena.countHuge(-1);
-        dedicated.giveBack(chunk.region, !closed);
-        if (!closed && admission.isClosed()) {
-            dedicated.release(0); // closed meanwhile, maybe after close() gave back the idle regions
+        if (!closed && ownerReleasing != null && ownerReleasing.keepDedicated(chunk)) {
+            return; // a trim or close() asks the owner to flush its slot
         }
+        dedicated.giveBack(chunk.region); // straight back once the pool is closed
     }
 
     private int roundToPage(int size) {
@@ -839,7 +847,8 @@ public final class MemoryPool implements AutoCloseable {
             perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
                     counts.allocations(id), counts.releases(id), peak));
         }
-        return new PoolStats(counts, committed.figures(dedicated.idleBytes()), arenaSnapshots, perCategory, sizes.chunkSize(),
+        long idleDedicated = dedicated.idleBytes() + threadCaches.dedicatedSlotBytes();
+        return new PoolStats(counts, committed.figures(idleDedicated), arenaSnapshots, perCategory, sizes.chunkSize(),
                 ResidentMemory.bytes());
     }
 

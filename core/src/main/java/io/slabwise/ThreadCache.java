@@ -127,6 +127,13 @@ final class ThreadCache {
     private long largeHandle;
     private int largeSizeIndex = -1;
     private boolean largeUsed;
+    /**
+     * One released dedicated region of up to {@link #LARGE_SLOT_LIMIT} this
+     * thread allocated, kept (with its chunk object) for this thread's next
+     * request it fits; read by other threads only for statistics.
+     */
+    private Chunk dedicatedSlot;
+    private boolean dedicatedUsed;
     private volatile boolean flushRequested;
 
     /** This thread's share of the pool's accounting. */
@@ -429,13 +436,47 @@ final class ThreadCache {
     }
 
     /**
-     * Flushes now if another thread asked for it, for an operation of the
-     * owner that passes the stacks by (a dedicated region), so that every
-     * operation of a live thread answers a trim. Owner thread.
+     * Takes the dedicated region in this thread's slot if it fits a request
+     * of {@code pages} bytes ({@link DedicatedRegions#fits}); null otherwise.
+     * Answers a pending flush request first, since a dedicated region passes
+     * the stacks by. Owner thread.
      */
-    void flushIfRequested() {
+    Chunk takeDedicated(int pages) {
         if (flushRequested && !shared) {
             flush();
+        }
+        Chunk chunk = dedicatedSlot;
+        if (chunk == null || !DedicatedRegions.fits(chunk.chunkSize(), pages)) {
+            return null;
+        }
+        dedicatedSlot = null;
+        dedicatedUsed = true;
+        return chunk;
+    }
+
+    /**
+     * Keeps a released dedicated region of up to {@link #LARGE_SLOT_LIMIT}
+     * in this thread's slot if the slot is free. Owner thread.
+     */
+    boolean keepDedicated(Chunk chunk) {
+        if (shared || dedicatedSlot != null || flushRequested || chunk.chunkSize() > LARGE_SLOT_LIMIT) {
+            return false;
+        }
+        dedicatedSlot = chunk;
+        return true;
+    }
+
+    /** Bytes of the dedicated region in this thread's slot. */
+    long dedicatedSlotBytes() {
+        Chunk chunk = dedicatedSlot;
+        return chunk == null ? 0 : chunk.chunkSize();
+    }
+
+    private void releaseDedicated() {
+        Chunk chunk = dedicatedSlot;
+        if (chunk != null) {
+            dedicatedSlot = null;
+            caches.dedicated.giveBack(chunk.region); // idle for any thread, and for decay and trim
         }
     }
 
@@ -443,6 +484,7 @@ final class ThreadCache {
     void flush() {
         flushRequested = false;
         releaseLarge();
+        releaseDedicated();
         for (ClassStack stack : stacks) {
             if (stack != null) {
                 stack.unkeep(this::stashHolder);
@@ -469,6 +511,10 @@ final class ThreadCache {
             releaseLarge();
         }
         largeUsed = false;
+        if (!dedicatedUsed) {
+            releaseDedicated();
+        }
+        dedicatedUsed = false;
         for (ClassStack stack : stacks) {
             if (stack != null) {
                 stack.unkeep(this::stashHolder); // what is kept filled is swept like the rest

@@ -41,6 +41,8 @@ final class ThreadCaches {
     private final MemoryLimit limit;
     private final Arena[] arenas;
     private final PoolConfig config;
+    /** The pool's idle dedicated regions, where a cache's dedicated slot goes when it is flushed. */
+    final DedicatedRegions dedicated;
     /** This pool's cache on each platform thread, held weakly: a thread's map never keeps the pool alive. */
     private final ThreadLocal<WeakReference<ThreadCache>> caches = new ThreadLocal<>();
     /** The caches virtual threads share, one per arena. */
@@ -65,10 +67,11 @@ final class ThreadCaches {
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
 
-    ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config) {
+    ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config, DedicatedRegions dedicated) {
         this.limit = limit;
         this.arenas = arenas;
         this.config = config;
+        this.dedicated = dedicated;
         this.shared = new ThreadCache[arenas.length];
         for (int i = 0; i < arenas.length; i++) {
             shared[i] = ThreadCache.shared(this, limit, arenas[i], config.maxCachedSize(), config.maxCachedBytesPerClass(),
@@ -203,6 +206,19 @@ final class ThreadCaches {
         for (ThreadCache cache : shared) {
             cache.flushShared();
         }
+    }
+
+    /**
+     * Bytes of the dedicated regions kept in live threads' slots; exact for
+     * the calling thread's own slot and for dead threads', as of a moment
+     * for the others'.
+     */
+    long dedicatedSlotBytes() {
+        long bytes = 0;
+        for (ThreadCache cache : live) {
+            bytes += cache.dedicatedSlotBytes();
+        }
+        return bytes;
     }
 
     /** Caches of platform threads registered now (live, or dead and not yet reclaimed); for tests. */

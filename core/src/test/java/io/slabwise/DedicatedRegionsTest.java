@@ -118,8 +118,13 @@ class DedicatedRegionsTest {
         assertEquals(0, pool.stats().hugeIdleBytes());
     }
 
+    /**
+     * The first region a thread releases goes into its own slot; the others
+     * to the pool's idle list, which keeps at most a chunk's bytes, the
+     * oldest going back first. The slot serves first, then the newest idle.
+     */
     @Test
-    void idleRegionsKeepAtMostAChunkOfBytesTheOldestGoingBackFirst() {
+    void aThreadsSlotThenIdleRegionsOfAtMostAChunkOfBytesTheOldestGoingBackFirst() {
         MemoryPool pool = new MemoryPool(config().build());
         List<Allocation> held = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
@@ -128,20 +133,23 @@ class DedicatedRegionsTest {
         List<Long> addresses = new ArrayList<>();
         for (Allocation a : held) {
             addresses.add(a.address());
-            pool.free(a); // in order: the first is the oldest idle region
+            pool.free(a); // in order: the first into the slot, the second is the oldest idle region
         }
-        int kept = CHUNK / PAGES_37; // 3 regions of 37 pages fit in 128 pages
-        assertEquals((long) kept * PAGES_37, pool.stats().hugeIdleBytes());
-        assertEquals((long) kept * PAGES_37, pool.committedBytes(), "the two oldest went back");
-        for (int i = 0; i < kept; i++) {
+        int listed = CHUNK / PAGES_37; // 3 regions of 37 pages fit in 128 pages
+        assertEquals((long) (1 + listed) * PAGES_37, pool.stats().hugeIdleBytes());
+        assertEquals((long) (1 + listed) * PAGES_37, pool.committedBytes(), "the oldest listed one went back");
+        long[] expected = {addresses.get(0), addresses.get(4), addresses.get(3), addresses.get(2)};
+        for (int i = 0; i < expected.length; i++) {
             Allocation again = allocate(pool, PAGES_37);
-            assertEquals(addresses.get(4 - i), again.address(), "the most recently released first");
+            assertEquals(expected[i], again.address(), "the slot first, then the most recently released");
             held.set(i, again);
         }
         assertEquals(0, pool.stats().hugeIdleBytes());
         Allocation fresh = allocate(pool, PAGES_37);
-        assertFalse(addresses.subList(2, 5).contains(fresh.address()), "nothing idle is left: a new region");
-        for (int i = 0; i < kept; i++) {
+        for (long address : expected) {
+            assertNotEquals(address, fresh.address(), "nothing idle is left: a new region");
+        }
+        for (int i = 0; i < expected.length; i++) {
             pool.free(held.get(i));
         }
         pool.free(fresh);
@@ -188,21 +196,45 @@ class DedicatedRegionsTest {
         pool.close();
     }
 
+    /** Listed idle regions decay; a thread's slot, like the rest of its cache, goes back on trim. */
     @Test
     void idleRegionsDecayAndGoBackOnTrim() {
         MemoryPool pool = new MemoryPool(config().idleChunkDecay(Duration.ofSeconds(10)).build());
-        pool.free(allocate(pool, PAGES_37));
+        Allocation slotted = allocate(pool, PAGES_37);
+        Allocation listed = allocate(pool, PAGES_37);
+        pool.free(slotted);
+        pool.free(listed);
         time.advance(Duration.ofSeconds(9));
         time.runScheduled();
-        assertEquals(PAGES_37, pool.committedBytes(), "not idle long enough");
+        assertEquals(2L * PAGES_37, pool.committedBytes(), "not idle long enough");
         time.advance(Duration.ofSeconds(1));
         time.runScheduled();
-        assertEquals(0, pool.committedBytes(), "idle for the decay time: given back");
-
-        pool.free(allocate(pool, PAGES_37));
+        assertEquals(PAGES_37, pool.committedBytes(), "the listed one was idle for the decay time: given back");
+        assertEquals(PAGES_37, pool.stats().hugeIdleBytes(), "the slot's");
         assertEquals(1, pool.trim());
         assertEquals(0, pool.committedBytes());
         pool.close();
+    }
+
+    /** A thread's slot serves only that thread: another one gets a region of its own meanwhile. */
+    @Test
+    void aSlotServesOnlyItsThread() throws InterruptedException {
+        MemoryPool pool = new MemoryPool(config().build());
+        Allocation mine = allocate(pool, PAGES_37);
+        long slotted = mine.address();
+        pool.free(mine);
+        long[] other = new long[1];
+        ConcurrentTasks.runConcurrently(List.of(() -> {
+            Allocation theirs = allocate(pool, PAGES_37);
+            other[0] = theirs.address();
+            pool.free(theirs); // into that thread's slot; the thread then dies
+        }));
+        assertNotEquals(slotted, other[0]);
+        Allocation again = allocate(pool, PAGES_37);
+        assertEquals(slotted, again.address(), "still in this thread's slot");
+        pool.free(again);
+        pool.close();
+        assertEquals(0, pool.committedBytes());
     }
 
     @Test
