@@ -3,7 +3,6 @@ package io.slabwise;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
@@ -105,8 +104,6 @@ final class Arena {
     private long usedBytes;
     private long chunksAllocated;
     private long chunksReleased;
-    /** Live dedicated regions of this arena's threads; counted without the arena's lock. */
-    private final AtomicLong hugeAllocated = new AtomicLong();
 
     Arena(CommittedMemory committed, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity, Ticker ticker) {
         this.committed = committed;
@@ -582,11 +579,6 @@ final class Arena {
         }
     }
 
-    /** Records a dedicated region (owned by its own chunk object) allocated or released; takes no lock. */
-    void countHuge(int delta) {
-        hugeAllocated.addAndGet(delta);
-    }
-
     private void linkSubpage(Subpage subpage) {
         ListNode.pushFront(subpageHeads, subpage.sizeIndex, subpage);
     }
@@ -606,6 +598,6 @@ final class Arena {
             usedPercent[i] = chunk.usedBytes == 0 ? 0 : (int) Math.max(1, chunk.usedBytes * 100 / chunk.chunkSize());
         }
         return new ArenaSnapshot(index, boundThreads.get(), chunkCount, idleChunks, usedBytes,
-                (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, hugeAllocated.get(), usedPercent);
+                (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, usedPercent);
     }
 }

@@ -11,9 +11,8 @@ package io.slabwise;
  * @param chunkBytes       bytes of its chunks
  * @param chunksAllocated  chunks it ever took from the chunk source
  * @param chunksReleased   chunks it ever gave back
- * @param hugeAllocations  live huge allocations made by its threads
  * @param chunkUsePercent  for each chunk, the percentage of its bytes handed out (at least 1 when any is)
  */
 record ArenaSnapshot(int index, int threads, int chunks, int idleChunks, long usedBytes, long chunkBytes,
-                     long chunksAllocated, long chunksReleased, long hugeAllocations, int[] chunkUsePercent) {
+                     long chunksAllocated, long chunksReleased, int[] chunkUsePercent) {
 }

@@ -95,7 +95,11 @@ final class CommittedMemory {
     private final AtomicLong regionBytes = new AtomicLong();
     /** Bytes of chunks and block regions handed out whole to sequential allocators and block pools. */
     final AtomicLong wholeChunkBytes = new AtomicLong();
-    /** Bytes and count of live dedicated regions (huge requests, and those above the dedicated threshold). */
+    /**
+     * Bytes and count of dedicated regions (huge requests, and those above the
+     * dedicated threshold) live or kept in a thread's slot: a region moves
+     * between a buffer and its thread's slot without a count.
+     */
     final AtomicLong hugeBytes = new AtomicLong();
     final AtomicLong hugeCount = new AtomicLong();
     /** Bytes of the block regions block pools hold, in use or idle. */
@@ -139,9 +143,14 @@ final class CommittedMemory {
     record Figures(long hugeBytes, long hugeCount, long hugeIdleBytes, long blockRegionBytes, long wholeChunkBytes) {
     }
 
-    /** The figures by kind, for a snapshot, with the idle dedicated regions' bytes the caller read. */
-    Figures figures(long hugeIdleBytes) {
-        return new Figures(hugeBytes.get(), hugeCount.get(), hugeIdleBytes, blockRegionBytes.get(), wholeChunkBytes.get());
+    /**
+     * The figures by kind, for a snapshot, with what the caller read of idle
+     * dedicated regions: the idle list's bytes, and the regions in threads'
+     * slots, which {@link #hugeBytes} and {@link #hugeCount} still count.
+     */
+    Figures figures(long idleListBytes, long slotCount, long slotBytes) {
+        return new Figures(hugeBytes.get() - slotBytes, hugeCount.get() - slotCount, idleListBytes + slotBytes,
+                blockRegionBytes.get(), wholeChunkBytes.get());
     }
 
     /**

@@ -36,7 +36,7 @@ import java.util.List;
  * like idle chunks ({@link IdleMemory}).
  *
  * <p>Before this list, a platform thread keeps one released region of up to
- * 1 MiB it allocated itself in its cache's slot ({@link ThreadCache#takeDedicated}),
+ * 1 MiB (and a chunk) it allocated itself in its cache's slot ({@link ThreadCache#takeDedicated}),
  * with its chunk object, so that a thread cycling large buffers takes no lock
  * and makes no garbage; the slot goes to this list when the thread's cache
  * is flushed (a trim, close, the thread's death) or at a sweep that found it
@@ -101,6 +101,17 @@ final class DedicatedRegions {
             idleBytes -= best.region.size();
             return best.region;
         }
+    }
+
+    /**
+     * Takes back a region that leaves a thread's slot: it stops being counted
+     * among the pool's dedicated regions (a slot's region is, see
+     * {@link CommittedMemory#hugeBytes}) and is given back.
+     */
+    void leaveSlot(NativeRegion region) {
+        committed.hugeBytes.addAndGet(-region.size());
+        committed.hugeCount.decrementAndGet();
+        giveBack(region);
     }
 
     /** Puts back a region {@link #takeIdle} gave that the caller could not use (a quota had no room for it). */

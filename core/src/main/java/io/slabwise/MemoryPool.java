@@ -716,23 +716,22 @@ public final class MemoryPool implements AutoCloseable {
     private void allocateDedicated(ThreadCache cache, Category category, int requested, int pages, Allocation out) {
         Chunk chunk = cache.isOwnerThread() ? cache.takeDedicated(pages) : null; // the thread's own slot: no lock
         if (chunk != null && chunk.chunkSize() > pages && !category.admit(chunk.chunkSize() - pages)) {
-            dedicated.putBack(chunk.region);
+            dedicated.leaveSlot(chunk.region);
             chunk = null;
         }
-        if (chunk == null) {
+        if (chunk == null) { // counted as it leaves the idle list or is committed; a slot's region stays counted
             NativeRegion region = dedicated.takeIdle(pages);
             if (region != null && region.size() > pages && !category.admit(region.size() - pages)) {
                 dedicated.putBack(region);
                 region = null;
             }
             chunk = new Chunk(cache.arena, region != null ? region : committed.commit(pages, CommittedMemory.RegionKind.HUGE));
+            committed.hugeBytes.addAndGet(chunk.chunkSize());
+            committed.hugeCount.incrementAndGet();
         }
         int size = chunk.chunkSize();
         out.chunk = chunk;
         out.handle = 0;
-        committed.hugeBytes.addAndGet(size);
-        committed.hugeCount.incrementAndGet();
-        cache.arena.countHuge(1);
         out.place(-1, 0, category, requested, size);
         cache.countAllocation(category, requested, size, false, out);
     }
@@ -744,12 +743,11 @@ public final class MemoryPool implements AutoCloseable {
      * closed.
      */
     private void freeDedicated(Chunk chunk, boolean closed, ThreadCache ownerReleasing) {
+        if (!closed && ownerReleasing != null && ownerReleasing.keepDedicated(chunk)) {
+            return; // still counted, as in a slot (see DedicatedRegions); a trim or close() asks the owner to flush it
+        }
         committed.hugeBytes.addAndGet(-chunk.chunkSize());
         committed.hugeCount.decrementAndGet();
-        chunk.arena.countHuge(-1);
-        if (!closed && ownerReleasing != null && ownerReleasing.keepDedicated(chunk)) {
-            return; // a trim or close() asks the owner to flush its slot
-        }
         dedicated.giveBack(chunk.region); // straight back once the pool is closed
     }
 
@@ -847,8 +845,9 @@ public final class MemoryPool implements AutoCloseable {
             perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
                     counts.allocations(id), counts.releases(id), peak));
         }
-        long idleDedicated = dedicated.idleBytes() + threadCaches.dedicatedSlotBytes();
-        return new PoolStats(counts, committed.figures(idleDedicated), arenaSnapshots, perCategory, sizes.chunkSize(),
+        long[] slots = threadCaches.dedicatedSlots();
+        return new PoolStats(counts, committed.figures(dedicated.idleBytes(), slots[0], slots[1]), arenaSnapshots, perCategory,
+                sizes.chunkSize(),
                 ResidentMemory.bytes());
     }
 

@@ -128,8 +128,8 @@ final class ThreadCache {
     private int largeSizeIndex = -1;
     private boolean largeUsed;
     /**
-     * One released dedicated region of up to {@link #LARGE_SLOT_LIMIT} this
-     * thread allocated, kept (with its chunk object) for this thread's next
+     * One released dedicated region of up to {@link #LARGE_SLOT_LIMIT} (and
+     * a chunk) this thread allocated, kept (with its chunk object) for this thread's next
      * request it fits; read by other threads only for statistics.
      */
     private Chunk dedicatedSlot;
@@ -455,11 +455,13 @@ final class ThreadCache {
     }
 
     /**
-     * Keeps a released dedicated region of up to {@link #LARGE_SLOT_LIMIT}
-     * in this thread's slot if the slot is free. Owner thread.
+     * Keeps a released dedicated region of up to {@link #LARGE_SLOT_LIMIT},
+     * and no larger than a chunk, in this thread's slot if the slot is free.
+     * Owner thread.
      */
     boolean keepDedicated(Chunk chunk) {
-        if (shared || dedicatedSlot != null || flushRequested || chunk.chunkSize() > LARGE_SLOT_LIMIT) {
+        int size = chunk.chunkSize();
+        if (shared || dedicatedSlot != null || flushRequested || size > LARGE_SLOT_LIMIT || size > sizes.chunkSize()) {
             return false;
         }
         dedicatedSlot = chunk;
@@ -476,7 +478,7 @@ final class ThreadCache {
         Chunk chunk = dedicatedSlot;
         if (chunk != null) {
             dedicatedSlot = null;
-            caches.dedicated.giveBack(chunk.region); // idle for any thread, and for decay and trim
+            caches.dedicated.leaveSlot(chunk.region); // idle for any thread, and for decay and trim
         }
     }
 

@@ -209,16 +209,21 @@ final class ThreadCaches {
     }
 
     /**
-     * Bytes of the dedicated regions kept in live threads' slots; exact for
-     * the calling thread's own slot and for dead threads', as of a moment
-     * for the others'.
+     * The dedicated regions kept in threads' slots, as {@code {count, bytes}};
+     * exact for the calling thread's own slot and for dead threads', as of a
+     * moment for the others'.
      */
-    long dedicatedSlotBytes() {
+    long[] dedicatedSlots() {
+        long count = 0;
         long bytes = 0;
         for (ThreadCache cache : live) {
-            bytes += cache.dedicatedSlotBytes();
+            long slot = cache.dedicatedSlotBytes();
+            if (slot > 0) {
+                count++;
+                bytes += slot;
+            }
         }
-        return bytes;
+        return new long[] {count, bytes};
     }
 
     /** Caches of platform threads registered now (live, or dead and not yet reclaimed); for tests. */

@@ -253,13 +253,18 @@ class SlabwiseAllocatorTest {
     private void assertAccounting(List<ByteBuf> live) {
         long requested = 0;
         long reserved = 0;
+        long mostReserved = 0; // a reused dedicated region may be up to an eighth larger than a new one
+        int dedicatedAbove = allocator.pool().config().dedicatedAbove();
         for (ByteBuf buf : live) {
             requested += buf.capacity();
-            reserved += allocator.pool().reservedSizeFor(buf.capacity());
+            int least = allocator.pool().reservedSizeFor(buf.capacity());
+            reserved += least;
+            mostReserved += buf.capacity() > dedicatedAbove ? least + least / 8 : least;
         }
         PoolStats stats = allocator.stats();
         assertEquals(requested, stats.requestedBytes());
-        assertEquals(reserved, stats.reservedBytes());
+        assertTrue(stats.reservedBytes() >= reserved && stats.reservedBytes() <= mostReserved,
+                stats.reservedBytes() + " reserved, expected " + reserved + " to " + mostReserved);
         assertEquals(live.size(), stats.liveAllocations());
         assertTrue(stats.committedBytes() >= stats.reservedBytes());
     }
