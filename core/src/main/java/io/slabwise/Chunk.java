@@ -41,6 +41,8 @@ final class Chunk {
     /** The slot of this chunk in its arena's table; names it in remote-free entries. */
     final int id;
     final boolean huge;
+    /** For a dedicated region in the pool's idle list: when it was listed, in ticker nanoseconds. */
+    long idleSince;
     final int pageShift;
     final int pages;
 

@@ -145,8 +145,9 @@ final class CommittedMemory {
 
     /**
      * The figures by kind, for a snapshot, with what the caller read of idle
-     * dedicated regions: the idle list's bytes, and the regions in threads'
-     * slots, which {@link #hugeBytes} and {@link #hugeCount} still count.
+     * dedicated regions: the idle list's bytes, and the regions parked in
+     * threads' slots and the recent cell, which {@link #hugeBytes} and
+     * {@link #hugeCount} still count.
      */
     Figures figures(long idleListBytes, long slotCount, long slotBytes) {
         return new Figures(hugeBytes.get() - slotBytes, hugeCount.get() - slotCount, idleListBytes + slotBytes,

@@ -1,65 +1,75 @@
 package io.slabwise;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
-import java.util.LinkedList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The general pool's dedicated regions: a request above the pool's
  * dedicated threshold (every huge request, larger than a chunk, and by
  * default every request above an eighth of a chunk) gets a region of its
- * own, whole pages of exactly its size, instead of a run carved from a chunk.
- * A run of half a chunk or more leaves a hole in its chunk that only a
- * smaller request can use, and its chunk goes back only when every run in it
- * has; a region of its own goes back the moment its buffer is released.
+ * own, whole pages of its size, instead of a run carved from a chunk. A run
+ * of half a chunk or more leaves a hole in its chunk that only a smaller
+ * request can use, and its chunk goes back only when every run in it has; a
+ * region of its own goes back the moment its buffer is released.
  *
  * <pre>
- *  take(pages) ── an idle region of pages .. pages + pages/8? ──yes──▶ the smallest (the newest of equals)
- *                          │no
- *                          ▼
- *                 committed.commit(pages, HUGE)
+ *  take(pages) ── the thread's slot (ThreadCache) ──▶ the recent cell ──▶ the idle list ──▶ commit(pages)
+ *                  no lock, no count               one CAS              lock, smallest fit
  *
- *  giveBack(region) ── pool open? ──yes──▶ idle, newest last; the oldest go back past maxIdleBytes
- *                          │no
- *                          ▼
- *                 committed.decommit(region)
+ *  giveBack ── closed, or larger than maxIdleBytes? ──yes──▶ decommit
+ *                     │no
+ *                     ▼
+ *              the recent cell, if empty ──else──▶ the idle list, newest last; the oldest go back past maxIdleBytes
  * </pre>
  *
- * Released regions stay idle, up to {@code maxIdleBytes} in all (a chunk's
- * worth), so that buffers of large sizes released and allocated in turn do
- * not map and unmap a region each time. An idle region serves a request of
- * its pages or up to an eighth fewer (the bound of size-class rounding), so a
- * reused region reserves at most 12.5% more than a new one would
- * ({@link MemoryPool#reservedSizeFor}). Idle regions are committed memory: they decay, go back on
- * {@code trim()}, before a refusal at the ceiling, and when the pool closes,
- * like idle chunks ({@link IdleMemory}).
+ * Released regions stay idle so that buffers of large sizes released and
+ * allocated in turn do not map and unmap a region each time: one in each
+ * platform thread's slot (up to 1 MiB, see {@link ThreadCache#takeDedicated}),
+ * one in the recent cell, taken and filled by a single compare-and-set, and
+ * up to {@code maxIdleBytes} (a chunk's worth) in the idle list. An idle
+ * region serves a request of its pages or up to an eighth fewer (the bound of
+ * size-class rounding), so a reused region reserves at most 12.5% more than a
+ * new one would ({@link MemoryPool#reservedSizeFor}). A region keeps its
+ * chunk object while idle, so reuse makes no garbage.
  *
- * <p>Before this list, a platform thread keeps one released region of up to
- * 1 MiB (and a chunk) it allocated itself in its cache's slot ({@link ThreadCache#takeDedicated}),
- * with its chunk object, so that a thread cycling large buffers takes no lock
- * and makes no garbage; the slot goes to this list when the thread's cache
- * is flushed (a trim, close, the thread's death) or at a sweep that found it
- * unused.
+ * <h2>Counts</h2>
+ * {@link CommittedMemory#hugeBytes} and {@code hugeCount} count the regions
+ * that are live, in a thread's slot or in the recent cell: a region moves
+ * between a buffer, a slot and the cell without an atomic count. The
+ * statistics subtract what the slots and the cell hold
+ * ({@link #parkedBytes()}); a region is uncounted when it enters the idle
+ * list or goes back to the chunk source.
  *
- * <p>Any thread: the idle list is guarded by this object's lock, held only
- * to pick or add a region; regions are committed and given back outside it.
+ * <h2>Giving back</h2>
+ * Idle regions are committed memory: they go back on {@code trim()}, before a
+ * refusal at the ceiling and when the pool closes, and decay like idle chunks
+ * ({@link IdleMemory}). A listed region's idle time is taken when it is
+ * listed; the recent cell's is counted from the first decay that finds the
+ * same region there, so a region cycled through the cell without pause may go
+ * back once a decay period and be mapped again.
+ *
+ * <p>Any thread: the idle list is guarded by this object's lock, held only to
+ * pick or add a region; regions are committed and given back outside it.
  */
 final class DedicatedRegions {
 
     private final CommittedMemory committed;
     private final Ticker ticker;
     private final long maxIdleBytes;
-    /** Idle regions, oldest first; guarded by {@code this}. */
-    private final LinkedList<Idle> idle = new LinkedList<>();
+    /** The most recently released region, when its place was free; counted as live. */
+    private final AtomicReference<Chunk> recent = new AtomicReference<>();
+    /** Idle regions, oldest first, each with {@link Chunk#idleSince}; guarded by {@code this}. */
+    private final ArrayDeque<Chunk> idle = new ArrayDeque<>();
     /** Bytes of {@link #idle}; guarded by {@code this}, read without the lock by statistics. */
     private volatile long idleBytes;
-    /** Set by {@link #close()}; guarded by {@code this}. */
-    private boolean closed;
-
-    /** An idle region and when it was given back, in ticker nanoseconds. */
-    private record Idle(NativeRegion region, long since) {
-    }
+    /** Set by {@link #close()}; guarded by {@code this}, read without it as a hint. */
+    private volatile boolean closed;
+    /** The region the last decay found in the recent cell, and when it first found it; guarded by {@code this}. */
+    private Chunk recentSeen;
+    private long recentSeenAt;
 
     DedicatedRegions(CommittedMemory committed, Ticker ticker, long maxIdleBytes) {
         this.committed = committed;
@@ -77,86 +87,108 @@ final class DedicatedRegions {
     }
 
     /**
-     * The idle region that fits a request of {@code pages} bytes most
-     * closely (the most recently given back of equals), taken off the idle
-     * list; null when none fits.
+     * A region for a request of {@code pages} bytes, counted as live: the
+     * recent cell's or an idle one if it fits and {@code category}'s quota has
+     * room for its pages beyond {@code pages} (the caller has admitted
+     * {@code pages}), else a new one.
+     *
+     * @throws CeilingReached when a new region would pass the ceiling
      */
-    NativeRegion takeIdle(int pages) {
+    Chunk take(Category category, int pages, Arena arena) {
+        Chunk chunk = recent.get();
+        if (chunk != null && fits(chunk.chunkSize(), pages) && recent.compareAndSet(chunk, null)) {
+            if (admitsRest(category, chunk, pages)) {
+                return chunk;
+            }
+            giveBack(chunk);
+        }
+        chunk = takeListed(pages);
+        if (chunk != null) {
+            count(chunk, 1);
+            if (admitsRest(category, chunk, pages)) {
+                return chunk;
+            }
+            giveBack(chunk);
+        }
+        chunk = new Chunk(arena, committed.commit(pages, CommittedMemory.RegionKind.HUGE));
+        count(chunk, 1);
+        return chunk;
+    }
+
+    private static boolean admitsRest(Category category, Chunk chunk, int pages) {
+        return chunk.chunkSize() == pages || category.admit(chunk.chunkSize() - pages);
+    }
+
+    private void count(Chunk chunk, int sign) {
+        committed.hugeBytes.addAndGet((long) sign * chunk.chunkSize());
+        committed.hugeCount.addAndGet(sign);
+    }
+
+    /** The listed region that fits {@code pages} most closely (the newest of equals); null when none does. */
+    private Chunk takeListed(int pages) {
         if (idleBytes == 0) {
-            return null; // the common case past a burst: no lock
+            return null; // no lock while the list is empty
         }
         synchronized (this) {
-            Idle best = null;
-            for (Iterator<Idle> it = idle.descendingIterator(); it.hasNext(); ) {
-                Idle candidate = it.next();
-                int size = candidate.region.size();
-                if (fits(size, pages) && (best == null || size < best.region.size())) {
+            Chunk best = null;
+            for (Iterator<Chunk> it = idle.descendingIterator(); it.hasNext(); ) {
+                Chunk candidate = it.next();
+                int size = candidate.chunkSize();
+                if (fits(size, pages) && (best == null || size < best.chunkSize())) {
                     best = candidate;
                 }
             }
-            if (best == null) {
-                return null;
+            if (best != null) {
+                idle.removeFirstOccurrence(best);
+                idleBytes -= best.chunkSize();
             }
-            idle.remove(best);
-            idleBytes -= best.region.size();
-            return best.region;
+            return best;
         }
     }
 
     /**
-     * Takes back a region that leaves a thread's slot: it stops being counted
-     * among the pool's dedicated regions (a slot's region is, see
-     * {@link CommittedMemory#hugeBytes}) and is given back.
+     * Takes back a counted region (released by its buffer, or leaving a
+     * thread's slot): into the recent cell when it is free, else into the
+     * idle list, the oldest listed regions going back to the chunk source past
+     * {@code maxIdleBytes}; straight back once the pool is closed, or when it
+     * is larger than that bound.
      */
-    void leaveSlot(NativeRegion region) {
-        committed.hugeBytes.addAndGet(-region.size());
-        committed.hugeCount.decrementAndGet();
-        giveBack(region);
-    }
-
-    /** Puts back a region {@link #takeIdle} gave that the caller could not use (a quota had no room for it). */
-    void putBack(NativeRegion region) {
-        giveBack(region);
-    }
-
-    /**
-     * Takes a released region back: idle for reuse while the pool is open
-     * and the region is no larger than {@code maxIdleBytes}, the oldest idle
-     * regions going back to the chunk source past that bound; straight back
-     * otherwise.
-     */
-    void giveBack(NativeRegion region) {
-        List<NativeRegion> evicted;
-        synchronized (this) {
-            if (closed || region.size() > maxIdleBytes) {
-                evicted = List.of(region);
-            } else {
-                evicted = keep(region);
+    void giveBack(Chunk chunk) {
+        if (!closed && chunk.chunkSize() <= maxIdleBytes && recent.compareAndSet(null, chunk)) {
+            if (closed) {
+                release(0); // closed meanwhile: close() may have emptied the cell before this region came
             }
+            return;
+        }
+        count(chunk, -1);
+        List<Chunk> evicted;
+        synchronized (this) {
+            evicted = closed || chunk.chunkSize() > maxIdleBytes ? List.of(chunk) : list(chunk);
         }
         if (evicted != null) {
-            evicted.forEach(committed::decommit);
+            evicted.forEach(c -> committed.decommit(c.region));
         }
     }
 
-    /** Adds an idle region, newest last; returns the oldest ones past the bound, to give back outside the lock. */
-    private List<NativeRegion> keep(NativeRegion region) {
-        List<NativeRegion> evicted = null;
-        idle.addLast(new Idle(region, ticker.read()));
-        long bytes = idleBytes + region.size();
+    /** Lists an idle region, newest last; returns the oldest ones past the bound, to give back outside the lock. */
+    private List<Chunk> list(Chunk chunk) {
+        chunk.idleSince = ticker.read();
+        idle.addLast(chunk);
+        long bytes = idleBytes + chunk.chunkSize();
+        List<Chunk> evicted = null;
         while (bytes > maxIdleBytes) {
-            Idle oldest = idle.removeFirst();
-            bytes -= oldest.region.size();
+            Chunk oldest = idle.removeFirst();
+            bytes -= oldest.chunkSize();
             if (evicted == null) {
                 evicted = new ArrayList<>(2);
             }
-            evicted.add(oldest.region);
+            evicted.add(oldest);
         }
         idleBytes = bytes;
         return evicted;
     }
 
-    /** From now on every region given back goes straight to the chunk source, and none is taken from the idle list. */
+    /** From now on every region given back goes straight to the chunk source, and what is idle goes now. */
     void close() {
         synchronized (this) {
             closed = true;
@@ -165,41 +197,53 @@ final class DedicatedRegions {
     }
 
     /**
-     * Gives back the regions idle for at least {@code idleNanos} (0: all).
+     * Gives back the listed regions idle for at least {@code idleNanos}, and
+     * the recent cell's region once decays found it there for that long (0:
+     * everything idle, now).
      *
      * @return how many regions and bytes went back, as {@code {regions, bytes}}
      */
     long[] release(long idleNanos) {
-        List<NativeRegion> released = new ArrayList<>();
+        List<Chunk> released = new ArrayList<>();
         synchronized (this) {
             long now = ticker.read();
-            Iterator<Idle> it = idle.iterator();
+            Chunk cell = recent.get();
+            if (cell != recentSeen) {
+                recentSeen = cell;
+                recentSeenAt = now;
+            }
+            if (cell != null && (idleNanos == 0 || now - recentSeenAt >= idleNanos) && recent.compareAndSet(cell, null)) {
+                count(cell, -1);
+                released.add(cell);
+                recentSeen = null;
+            }
             long bytes = idleBytes;
-            while (it.hasNext()) {
-                Idle candidate = it.next();
-                if (idleNanos == 0 || now - candidate.since >= idleNanos) {
+            for (Iterator<Chunk> it = idle.iterator(); it.hasNext(); ) {
+                Chunk candidate = it.next();
+                if (idleNanos == 0 || now - candidate.idleSince >= idleNanos) {
                     it.remove();
-                    bytes -= candidate.region.size();
-                    released.add(candidate.region);
+                    bytes -= candidate.chunkSize();
+                    released.add(candidate);
                 }
             }
             idleBytes = bytes;
         }
         long bytes = 0;
-        for (NativeRegion region : released) {
-            bytes += region.size();
-            committed.decommit(region);
+        for (Chunk chunk : released) {
+            bytes += chunk.chunkSize();
+            committed.decommit(chunk.region);
         }
         return new long[] {released.size(), bytes};
     }
 
-    /** Bytes of the idle regions now. */
+    /** Bytes of the listed idle regions now. */
     long idleBytes() {
         return idleBytes;
     }
 
-    /** The idle regions now. */
-    synchronized int idleCount() {
-        return idle.size();
+    /** Bytes of the region in the recent cell, counted as live by the pool's counters; 0 when it is empty. */
+    long parkedBytes() {
+        Chunk cell = recent.get();
+        return cell == null ? 0 : cell.chunkSize();
     }
 }

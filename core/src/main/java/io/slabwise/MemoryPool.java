@@ -716,18 +716,11 @@ public final class MemoryPool implements AutoCloseable {
     private void allocateDedicated(ThreadCache cache, Category category, int requested, int pages, Allocation out) {
         Chunk chunk = cache.isOwnerThread() ? cache.takeDedicated(pages) : null; // the thread's own slot: no lock
         if (chunk != null && chunk.chunkSize() > pages && !category.admit(chunk.chunkSize() - pages)) {
-            dedicated.leaveSlot(chunk.region);
+            dedicated.giveBack(chunk);
             chunk = null;
         }
-        if (chunk == null) { // counted as it leaves the idle list or is committed; a slot's region stays counted
-            NativeRegion region = dedicated.takeIdle(pages);
-            if (region != null && region.size() > pages && !category.admit(region.size() - pages)) {
-                dedicated.putBack(region);
-                region = null;
-            }
-            chunk = new Chunk(cache.arena, region != null ? region : committed.commit(pages, CommittedMemory.RegionKind.HUGE));
-            committed.hugeBytes.addAndGet(chunk.chunkSize());
-            committed.hugeCount.incrementAndGet();
+        if (chunk == null) {
+            chunk = dedicated.take(category, pages, cache.arena);
         }
         int size = chunk.chunkSize();
         out.chunk = chunk;
@@ -746,9 +739,7 @@ public final class MemoryPool implements AutoCloseable {
         if (!closed && ownerReleasing != null && ownerReleasing.keepDedicated(chunk)) {
             return; // still counted, as in a slot (see DedicatedRegions); a trim or close() asks the owner to flush it
         }
-        committed.hugeBytes.addAndGet(-chunk.chunkSize());
-        committed.hugeCount.decrementAndGet();
-        dedicated.giveBack(chunk.region); // straight back once the pool is closed
+        dedicated.giveBack(chunk); // straight back once the pool is closed
     }
 
     private int roundToPage(int size) {
@@ -846,6 +837,9 @@ public final class MemoryPool implements AutoCloseable {
                     counts.allocations(id), counts.releases(id), peak));
         }
         long[] slots = threadCaches.dedicatedSlots();
+        long parked = dedicated.parkedBytes();
+        slots[0] += parked > 0 ? 1 : 0;
+        slots[1] += parked;
         return new PoolStats(counts, committed.figures(dedicated.idleBytes(), slots[0], slots[1]), arenaSnapshots, perCategory,
                 sizes.chunkSize(),
                 ResidentMemory.bytes());

@@ -478,7 +478,7 @@ final class ThreadCache {
         Chunk chunk = dedicatedSlot;
         if (chunk != null) {
             dedicatedSlot = null;
-            caches.dedicated.leaveSlot(chunk.region); // idle for any thread, and for decay and trim
+            caches.dedicated.giveBack(chunk); // idle for any thread, and for decay and trim
         }
     }
 
@@ -538,6 +538,11 @@ final class ThreadCache {
             largeSizeIndex = -1;
             arena.free(chunk, largeHandle);
         }
+    }
+
+    /** Whether {@code thread} is this cache's owner. */
+    boolean isOwner(Thread thread) {
+        return owner != null && owner.refersTo(thread);
     }
 
     /** Whether the calling thread is this cache's owner; cheaper than looking up the caller's own cache. */

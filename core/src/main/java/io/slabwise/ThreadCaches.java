@@ -45,6 +45,17 @@ final class ThreadCaches {
     final DedicatedRegions dedicated;
     /** This pool's cache on each platform thread, held weakly: a thread's map never keeps the pool alive. */
     private final ThreadLocal<WeakReference<ThreadCache>> caches = new ThreadLocal<>();
+    /**
+     * Platform threads' caches by thread id, direct-mapped: the calling
+     * thread finds its cache with one array read and an owner check, without
+     * the hashing of a {@link ThreadLocal}. A slot belongs to the first thread
+     * that binds while it is free (or held by a dead thread's cache); a
+     * thread whose id maps to a taken slot uses the thread-local alone.
+     * Written under {@link #registryLock}; read without it, a stale slot
+     * failing the owner check.
+     */
+    private final ThreadCache[] byId = new ThreadCache[BY_ID];
+    private static final int BY_ID = 256;
     /** The caches virtual threads share, one per arena. */
     private final ThreadCache[] shared;
     /** New threads between two reclaims of dead threads' caches started by a new thread. */
@@ -84,6 +95,10 @@ final class ThreadCaches {
     /** The calling thread's cache, made and bound to an arena on its first use. */
     ThreadCache current() {
         Thread thread = Thread.currentThread();
+        ThreadCache mapped = byId[slotOf(thread)];
+        if (mapped != null && mapped.isOwner(thread)) {
+            return mapped; // the common case: one array read
+        }
         if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
             // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id
             return shared[(int) ((thread.getId() & Long.MAX_VALUE) % shared.length)];
@@ -107,6 +122,18 @@ final class ThreadCaches {
     /** The calling thread forgets its cache of this pool (the cache stays registered until its thread dies). */
     void forgetOwn() {
         caches.remove();
+        Thread thread = Thread.currentThread();
+        synchronized (registryLock) {
+            int slot = slotOf(thread);
+            if (byId[slot] != null && byId[slot].isOwner(thread)) {
+                byId[slot] = null;
+            }
+        }
+    }
+
+    @SuppressWarnings("deprecation") // Thread.getId: threadId() is Java 19+; both read the same final id
+    private static int slotOf(Thread thread) {
+        return (int) thread.getId() & (BY_ID - 1);
     }
 
     /**
@@ -131,6 +158,10 @@ final class ThreadCaches {
             ThreadCache[] grown = Arrays.copyOf(live, live.length + 1);
             grown[grown.length - 1] = cache;
             live = grown;
+            int slot = slotOf(thread);
+            if (byId[slot] == null || byId[slot].isOwnerDead()) {
+                byId[slot] = cache;
+            }
         }
         caches.set(new WeakReference<>(cache));
         if (reclaim) {
@@ -274,6 +305,11 @@ final class ThreadCaches {
                 if (!dead.isEmpty()) {
                     live = stay.toArray(new ThreadCache[0]);
                     dying.addAll(dead);
+                    for (int i = 0; i < byId.length; i++) {
+                        if (byId[i] != null && byId[i].isOwnerDead()) {
+                            byId[i] = null; // a dead thread's cache is reachable from its allocations only
+                        }
+                    }
                 }
             }
             // a dead thread's counters still change while other threads release what it allocated;

@@ -119,32 +119,36 @@ class DedicatedRegionsTest {
     }
 
     /**
-     * The first region a thread releases goes into its own slot; the others
-     * to the pool's idle list, which keeps at most a chunk's bytes, the
-     * oldest going back first. The slot serves first, then the newest idle.
+     * The first region a thread releases goes into its own slot, the next
+     * into the pool's recent cell, the others to the idle list, which keeps at
+     * most a chunk's bytes, the oldest going back first. They serve in that
+     * order, the list's newest first.
      */
     @Test
-    void aThreadsSlotThenIdleRegionsOfAtMostAChunkOfBytesTheOldestGoingBackFirst() {
+    void aThreadsSlotTheRecentCellThenIdleRegionsOfAtMostAChunkOfBytesTheOldestGoingBackFirst() {
         MemoryPool pool = new MemoryPool(config().build());
         List<Allocation> held = new ArrayList<>();
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 6; i++) {
             held.add(allocate(pool, PAGES_37));
         }
         List<Long> addresses = new ArrayList<>();
         for (Allocation a : held) {
             addresses.add(a.address());
-            pool.free(a); // in order: the first into the slot, the second is the oldest idle region
+            pool.free(a); // in order: the slot, the cell, then the list, whose first is its oldest
         }
-        int listed = CHUNK / PAGES_37; // 3 regions of 37 pages fit in 128 pages
-        assertEquals((long) (1 + listed) * PAGES_37, pool.stats().hugeIdleBytes());
-        assertEquals((long) (1 + listed) * PAGES_37, pool.committedBytes(), "the oldest listed one went back");
-        long[] expected = {addresses.get(0), addresses.get(4), addresses.get(3), addresses.get(2)};
+        int listed = CHUNK / PAGES_37; // 3 regions of 37 pages fit in 128 pages: the fourth listed pushes out the first
+        assertEquals((long) (2 + listed) * PAGES_37, pool.stats().hugeIdleBytes());
+        assertEquals((long) (2 + listed) * PAGES_37, pool.committedBytes(), "the oldest listed one went back");
+        assertEquals(0, pool.stats().hugeAllocations(), "parked regions are not live");
+        assertEquals(0, pool.stats().hugeCommittedBytes());
+        long[] expected = {addresses.get(0), addresses.get(1), addresses.get(5), addresses.get(4), addresses.get(3)};
         for (int i = 0; i < expected.length; i++) {
             Allocation again = allocate(pool, PAGES_37);
-            assertEquals(expected[i], again.address(), "the slot first, then the most recently released");
+            assertEquals(expected[i], again.address(), "the slot, the cell, then the most recently listed");
             held.set(i, again);
         }
         assertEquals(0, pool.stats().hugeIdleBytes());
+        assertEquals(5, pool.stats().hugeAllocations());
         Allocation fresh = allocate(pool, PAGES_37);
         for (long address : expected) {
             assertNotEquals(address, fresh.address(), "nothing idle is left: a new region");
@@ -196,20 +200,27 @@ class DedicatedRegionsTest {
         pool.close();
     }
 
-    /** Listed idle regions decay; a thread's slot, like the rest of its cache, goes back on trim. */
+    /**
+     * Listed regions decay from when they were listed, the recent cell's from
+     * the first decay that found it there; a thread's slot, like the rest of
+     * its cache, goes back on trim.
+     */
     @Test
     void idleRegionsDecayAndGoBackOnTrim() {
         MemoryPool pool = new MemoryPool(config().idleChunkDecay(Duration.ofSeconds(10)).build());
         Allocation slotted = allocate(pool, PAGES_37);
+        Allocation celled = allocate(pool, PAGES_37);
         Allocation listed = allocate(pool, PAGES_37);
         pool.free(slotted);
+        pool.free(celled);
         pool.free(listed);
+        time.runScheduled(); // the first decay to see the cell's region
         time.advance(Duration.ofSeconds(9));
         time.runScheduled();
-        assertEquals(2L * PAGES_37, pool.committedBytes(), "not idle long enough");
+        assertEquals(3L * PAGES_37, pool.committedBytes(), "not idle long enough");
         time.advance(Duration.ofSeconds(1));
         time.runScheduled();
-        assertEquals(PAGES_37, pool.committedBytes(), "the listed one was idle for the decay time: given back");
+        assertEquals(PAGES_37, pool.committedBytes(), "the cell's and the listed one were idle for the decay time");
         assertEquals(PAGES_37, pool.stats().hugeIdleBytes(), "the slot's");
         assertEquals(1, pool.trim());
         assertEquals(0, pool.committedBytes());
@@ -328,7 +339,8 @@ class DedicatedRegionsTest {
         assertEquals(0, stats.reservedBytes());
         assertEquals(0, stats.hugeAllocations());
         assertEquals(stats.hugeIdleBytes(), stats.committedBytes(), "only idle regions are left");
-        assertTrue(stats.hugeIdleBytes() <= CHUNK, "at most a chunk's bytes idle: " + stats.hugeIdleBytes());
+        // the workers died: their slots went to the cell and the list when the statistics reclaimed their caches
+        assertTrue(stats.hugeIdleBytes() <= 2L * CHUNK, "a chunk's bytes listed and the cell's: " + stats.hugeIdleBytes());
         pool.trim();
         assertEquals(0, pool.committedBytes());
         pool.close();
