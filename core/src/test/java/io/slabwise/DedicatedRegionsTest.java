@@ -271,6 +271,51 @@ class DedicatedRegionsTest {
         assertEquals(0, pool.committedBytes(), "released after close: straight back");
     }
 
+    /**
+     * Threads release dedicated regions while another thread closes the
+     * pool, each run releasing at a different point around the close (the
+     * threads start together at a barrier): whatever the order, once every
+     * buffer is released and the threads are gone, nothing is committed. A
+     * region parked in the recent cell or listed after close() emptied them
+     * would stay committed.
+     */
+    @Test
+    void regionsReleasedAroundCloseAllGoBack() throws InterruptedException {
+        for (int run = 0; run < 40; run++) {
+            MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(2).build());
+            int threads = 3;
+            List<List<Allocation>> held = new ArrayList<>();
+            CyclicBarrier start = new CyclicBarrier(threads + 1);
+            List<Runnable> tasks = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                List<Allocation> mine = new ArrayList<>();
+                held.add(mine);
+                int skip = (run + t) % 5;
+                tasks.add(() -> {
+                    for (int i = 0; i < 6; i++) {
+                        mine.add(allocate(pool, (20 + i) * PAGE));
+                    }
+                    await(start);
+                    for (int i = 0; i < skip; i++) {
+                        Thread.onSpinWait(); // a different point around the close in each run
+                    }
+                    mine.forEach(pool::free);
+                });
+            }
+            int closeSkip = run % 7;
+            tasks.add(() -> {
+                await(start);
+                for (int i = 0; i < closeSkip; i++) {
+                    Thread.onSpinWait();
+                }
+                pool.close();
+            });
+            ConcurrentTasks.runConcurrently(tasks);
+            pool.stats(); // reclaims the dead workers' caches, their slots included
+            assertEquals(0, pool.committedBytes(), "run " + run + ": " + pool.stats().summary());
+        }
+    }
+
     @Test
     void resizeInPlaceNeverCrossesTheThreshold() {
         MemoryPool pool = new MemoryPool(config().build());
