@@ -215,12 +215,8 @@ class DedicatedRegionsTest {
         pool.free(celled);
         pool.free(listed);
         time.runScheduled(); // the first decay to see the cell's region
-        time.advance(Duration.ofSeconds(9));
-        time.runScheduled();
-        assertEquals(3L * PAGES_37, pool.committedBytes(), "not idle long enough");
-        time.advance(Duration.ofSeconds(1));
-        time.runScheduled();
-        assertEquals(PAGES_37, pool.committedBytes(), "the cell's and the listed one were idle for the decay time");
+        time.assertDecayEdge(Duration.ofSeconds(10), pool::committedBytes, 3L * PAGES_37, PAGES_37,
+                "the cell's and the listed region");
         assertEquals(PAGES_37, pool.stats().hugeIdleBytes(), "the slot's");
         assertEquals(1, pool.trim());
         assertEquals(0, pool.committedBytes());

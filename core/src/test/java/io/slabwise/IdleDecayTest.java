@@ -34,12 +34,8 @@ class IdleDecayTest {
         }
         chunks.forEach(pool::free);
         assertEquals(3L * CHUNK, pool.committedBytes(), "three idle chunks kept for reuse");
-        time.advance(Duration.ofSeconds(9));
-        time.runScheduled();
-        assertEquals(3L * CHUNK, pool.committedBytes(), "not idle long enough");
-        time.advance(Duration.ofSeconds(1));
-        time.runScheduled();
-        assertEquals(CHUNK, pool.committedBytes(), "decayed, but minIdleChunks stays");
+        time.assertDecayEdge(Duration.ofSeconds(10), pool::committedBytes, 3L * CHUNK, CHUNK,
+                "three idle chunks, minIdleChunks = 1 stays");
     }
 
     @Test

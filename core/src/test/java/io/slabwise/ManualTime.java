@@ -3,6 +3,9 @@ package io.slabwise;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * A {@link Ticker} that moves only when a test advances it, and a
@@ -41,6 +44,20 @@ final class ManualTime implements Ticker, Scheduler {
             now = new ArrayList<>(tasks);
         }
         now.forEach(Runnable::run);
+    }
+
+    /**
+     * Checks the edge of a decay of {@code decay} (whole seconds) from now:
+     * one second before it, after the scheduled tasks ran, {@code committed}
+     * still reads {@code before}; at it, {@code after}.
+     */
+    void assertDecayEdge(Duration decay, LongSupplier committed, long before, long after, String what) {
+        advance(decay.minusSeconds(1));
+        runScheduled();
+        assertEquals(before, committed.getAsLong(), what + ": not idle long enough");
+        advance(Duration.ofSeconds(1));
+        runScheduled();
+        assertEquals(after, committed.getAsLong(), what + ": idle for the decay time");
     }
 
     /** How many tasks are scheduled. */
