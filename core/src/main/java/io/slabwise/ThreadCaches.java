@@ -13,7 +13,8 @@ import java.util.function.LongSupplier;
  * the reading of every thread's counters into one snapshot.
  *
  * <pre>
- *  platform thread ──ThreadLocal (weak)──▶ its ThreadCache ──▶ least-bound arena in use
+ *  platform thread ──slot by thread id, owner checked─┬─▶ its ThreadCache ──▶ least-bound arena in use
+ *                  ──else ThreadLocal (weak)──────────┘
  *  virtual thread  ──thread id % arenas──▶ shared cache of that arena (its stacks under a try-lock)
  *
  *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
@@ -255,6 +256,12 @@ final class ThreadCaches {
             }
         }
         return new long[] {count, bytes};
+    }
+
+    /** Whether {@code thread}'s cache holds its slot of the look-up by thread id; for tests. */
+    boolean holdsIdSlot(Thread thread) {
+        ThreadCache cache = byId[slotOf(thread)];
+        return cache != null && cache.isOwner(thread);
     }
 
     /** Caches of platform threads registered now (live, or dead and not yet reclaimed); for tests. */

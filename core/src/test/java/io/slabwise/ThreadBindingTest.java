@@ -4,6 +4,7 @@ import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -240,5 +241,86 @@ class ThreadBindingTest {
     private static ExecutorService newVirtualThreadPerTaskExecutor() throws Exception {
         Method factory = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
         return (ExecutorService) factory.invoke(null);
+    }
+
+    /**
+     * Two live threads whose ids map to the same slot of the look-up by
+     * thread id: the first takes the slot, the second finds its cache through
+     * the thread-local, and each allocates and frees from its own cache with
+     * exact counts; once the first has died and been reclaimed, a third
+     * colliding thread takes the slot.
+     */
+    @Test
+    void threadsWhoseIdsCollideEachFindTheirOwnCache() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).arenaSpreadBytes(0).chunkSize(64 * 1024).build());
+        CyclicBarrier bothAllocated = new CyclicBarrier(3);
+        CyclicBarrier checked = new CyclicBarrier(3);
+        CountDownLatch firstBound = new CountDownLatch(1);
+        ThreadCache[] seen = new ThreadCache[2];
+        Runnable[] work = new Runnable[2];
+        for (int i = 0; i < 2; i++) {
+            int index = i;
+            work[i] = () -> {
+                Allocation a = new Allocation();
+                pool.allocate(100 + index, a);
+                firstBound.countDown(); // the second thread starts once the first has bound
+                seen[index] = pool.threadCaches.current();
+                assertTrue(seen[index].isOwnerThread(), "the cache found is the calling thread's own");
+                await(bothAllocated);
+                await(checked);
+                pool.free(a);
+                assertTrue(pool.threadCaches.current() == seen[index], "the same cache at every look-up");
+            };
+        }
+        Thread first = new Thread(work[0]);
+        Thread second = collidingWith(first, work[1]);
+        first.start();
+        ConcurrentTasks.await(firstBound, "the first thread did not allocate");
+        second.start();
+        await(bothAllocated);
+        assertTrue(seen[0] != seen[1], "two caches");
+        assertTrue(pool.threadCaches.holdsIdSlot(first), "the first to bind takes the slot");
+        assertFalse(pool.threadCaches.holdsIdSlot(second), "the second goes through the thread-local");
+        assertEquals(201, pool.requestedBytes(), "each allocation counted once, by its own cache");
+        await(checked);
+        first.join();
+        second.join();
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, pool.stats().liveAllocations()); // reclaims both dead threads' caches
+
+        ThreadCache[] third = new ThreadCache[1];
+        boolean[] slotted = new boolean[1];
+        Thread late = collidingWith(first, () -> {
+            Allocation a = new Allocation();
+            pool.allocate(64, a);
+            third[0] = pool.threadCaches.current();
+            slotted[0] = pool.threadCaches.holdsIdSlot(Thread.currentThread());
+            pool.free(a);
+        });
+        late.start();
+        late.join();
+        assertTrue(third[0] != seen[0] && third[0] != seen[1], "a cache of its own");
+        assertTrue(slotted[0], "the dead first thread's slot went to the next thread that bound");
+        assertEquals(0, pool.stats().liveAllocations());
+        pool.close();
+    }
+
+    /** A new (unstarted) thread running {@code task} whose id maps to the same slot as {@code other}'s. */
+    @SuppressWarnings("deprecation") // Thread.getId, as the pool's look-up reads it on Java 17
+    private static Thread collidingWith(Thread other, Runnable task) {
+        while (true) {
+            Thread thread = new Thread(task);
+            if (((thread.getId() - other.getId()) & 255) == 0) {
+                return thread;
+            }
+        }
+    }
+
+    private static void await(CyclicBarrier barrier) {
+        try {
+            barrier.await(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new AssertionError("a thread did not reach the barrier", e);
+        }
     }
 }
