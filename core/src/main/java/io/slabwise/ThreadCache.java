@@ -583,12 +583,13 @@ final class ThreadCache {
         int n = holderCount;
         if (n > 0) {
             holderCount = --n;
-            holder = holders[n];
-            holders[n] = null;
+            holder = holders[n]; // left in place: stashing it again then stores nothing (see stashHolder)
         } else {
             holder = new Allocation(true);
         }
-        holder.owner = this;
+        if (holder.owner != this) {
+            holder.owner = this; // a reference stored into a long-lived object costs G1 a fence and a card mark
+        }
         return holder;
     }
 
@@ -603,7 +604,9 @@ final class ThreadCache {
         }
         int n = holderCount;
         if (n < stash.length) {
-            stash[n] = holder;
+            if (stash[n] != holder) {
+                stash[n] = holder; // most often the holder taken from this place: nothing to store
+            }
             holderCount = n + 1;
         }
     }
