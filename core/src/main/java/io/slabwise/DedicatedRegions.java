@@ -87,14 +87,21 @@ final class DedicatedRegions {
     }
 
     /**
-     * A region for a request of {@code pages} bytes, counted as live: the
-     * recent cell's or an idle one if it fits and {@code category}'s quota has
-     * room for its pages beyond {@code pages} (the caller has admitted
-     * {@code pages}), else a new one.
+     * A region for a request of {@code pages} bytes, counted as live:
+     * {@code slotted} (what the caller's own slot gave, or null), the recent
+     * cell's or an idle one, the first that fits and for whose pages beyond
+     * {@code pages} {@code category}'s quota has room (the caller has admitted
+     * {@code pages}); else a new one.
      *
      * @throws CeilingReached when a new region would pass the ceiling
      */
-    Chunk take(Category category, int pages, Arena arena) {
+    Chunk take(Category category, int pages, Arena arena, Chunk slotted) {
+        if (slotted != null) {
+            if (admitsRest(category, slotted, pages)) {
+                return slotted;
+            }
+            giveBack(slotted);
+        }
         Chunk chunk = recent.get();
         if (chunk != null && fits(chunk.chunkSize(), pages) && recent.compareAndSet(chunk, null)) {
             if (admitsRest(category, chunk, pages)) {

@@ -714,14 +714,8 @@ public final class MemoryPool implements AutoCloseable {
      * quota has no room for that, a new region is committed instead.
      */
     private void allocateDedicated(ThreadCache cache, Category category, int requested, int pages, Allocation out) {
-        Chunk chunk = cache.isOwnerThread() ? cache.takeDedicated(pages) : null; // the thread's own slot: no lock
-        if (chunk != null && chunk.chunkSize() > pages && !category.admit(chunk.chunkSize() - pages)) {
-            dedicated.giveBack(chunk);
-            chunk = null;
-        }
-        if (chunk == null) {
-            chunk = dedicated.take(category, pages, cache.arena);
-        }
+        Chunk slotted = cache.isOwnerThread() ? cache.takeDedicated(pages) : null; // the thread's own slot: no lock
+        Chunk chunk = dedicated.take(category, pages, cache.arena, slotted);
         int size = chunk.chunkSize();
         out.chunk = chunk;
         out.handle = 0;
@@ -836,13 +830,9 @@ public final class MemoryPool implements AutoCloseable {
             perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
                     counts.allocations(id), counts.releases(id), peak));
         }
-        long[] slots = threadCaches.dedicatedSlots();
-        long parked = dedicated.parkedBytes();
-        slots[0] += parked > 0 ? 1 : 0;
-        slots[1] += parked;
-        return new PoolStats(counts, committed.figures(dedicated.idleBytes(), slots[0], slots[1]), arenaSnapshots, perCategory,
-                sizes.chunkSize(),
-                ResidentMemory.bytes());
+        long[] parked = threadCaches.parkedDedicated();
+        return new PoolStats(counts, committed.figures(dedicated.idleBytes(), parked[0], parked[1]), arenaSnapshots,
+                perCategory, sizes.chunkSize(), ResidentMemory.bytes());
     }
 
     @Override

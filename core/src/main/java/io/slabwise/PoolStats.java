@@ -125,8 +125,9 @@ public final class PoolStats {
 
     /**
      * The part of {@link #committedBytes()} held by idle dedicated regions,
-     * kept for requests they fit (at most a chunk's bytes; see
-     * {@link PoolConfig.Settings#dedicatedAbove(int)}).
+     * kept for requests they fit: one in each platform thread's slot (up to
+     * 1 MiB), one in the pool's recent cell and up to a chunk's bytes in its
+     * idle list (see {@link PoolConfig.Settings#dedicatedAbove(int)}).
      */
     public long hugeIdleBytes() {
         return hugeIdle;

@@ -241,11 +241,12 @@ final class ThreadCaches {
     }
 
     /**
-     * The dedicated regions kept in threads' slots, as {@code {count, bytes}};
+     * The dedicated regions parked in threads' slots and in the pool's recent
+     * cell, which the pool's counters count as live, as {@code {count, bytes}};
      * exact for the calling thread's own slot and for dead threads', as of a
      * moment for the others'.
      */
-    long[] dedicatedSlots() {
+    long[] parkedDedicated() {
         long count = 0;
         long bytes = 0;
         for (ThreadCache cache : live) {
@@ -255,7 +256,8 @@ final class ThreadCaches {
                 bytes += slot;
             }
         }
-        return new long[] {count, bytes};
+        long cell = dedicated.parkedBytes();
+        return new long[] {cell > 0 ? count + 1 : count, bytes + cell};
     }
 
     /** Whether {@code thread}'s cache holds its slot of the look-up by thread id; for tests. */
