@@ -62,8 +62,8 @@ class ArenaSpreadTest {
             int me = next.getAndIncrement();
             Allocation a = new Allocation();
             pool.allocate(64, a);
-            await(small);
-            awaitLatch(turn[me]);
+            ConcurrentTasks.await(small, "a thread did not reach the barrier");
+            ConcurrentTasks.await(turn[me], "a thread did not get its turn");
             List<Allocation> runs = new ArrayList<>();
             for (int i = 0; i < 8; i++) {
                 Allocation run = new Allocation();
@@ -71,7 +71,7 @@ class ArenaSpreadTest {
                 runs.add(run);
             }
             grew[me].countDown();
-            await(done);
+            ConcurrentTasks.await(done, "a thread did not reach the barrier");
             runs.forEach(pool::free);
             pool.free(a);
         });
@@ -100,8 +100,8 @@ class ArenaSpreadTest {
         onThreadsAsync(arenas, start, () -> {
             Allocation a = new Allocation();
             pool.allocate(64, a);
-            await(allocated);
-            await(done);
+            ConcurrentTasks.await(allocated, "a thread did not reach the barrier");
+            ConcurrentTasks.await(done, "a thread did not reach the barrier");
             pool.free(a);
         });
         allocated.await();
@@ -198,19 +198,4 @@ class ArenaSpreadTest {
         assertTrue(failures.isEmpty(), "failures: " + failures);
     }
 
-    private static void awaitLatch(CountDownLatch latch) {
-        try {
-            latch.await();
-        } catch (InterruptedException e) {
-            throw new AssertionError(e);
-        }
-    }
-
-    private static void await(CyclicBarrier barrier) {
-        try {
-            barrier.await();
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
-    }
 }

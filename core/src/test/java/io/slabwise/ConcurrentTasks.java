@@ -3,8 +3,11 @@ package io.slabwise;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -61,6 +64,22 @@ final class ConcurrentTasks {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
+        }
+    }
+
+    /**
+     * Waits at {@code barrier} for the other parties; fails with {@code stuck}
+     * if they do not all arrive within 10 s (a bound for a stuck thread, not a
+     * pause) or if the barrier broke because another party failed.
+     */
+    static void await(CyclicBarrier barrier, String stuck) {
+        try {
+            barrier.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(stuck, e);
+        } catch (BrokenBarrierException | TimeoutException e) {
+            throw new AssertionError(stuck, e);
         }
     }
 

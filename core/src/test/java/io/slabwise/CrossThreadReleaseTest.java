@@ -14,7 +14,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -48,22 +47,7 @@ class CrossThreadReleaseTest {
         return CHUNK + 1 + random.nextInt(CHUNK / 4);
     }
 
-    private static void await(CyclicBarrier barrier) {
-        try {
-            barrier.await(10, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
-    }
 
-    private static void await(CountDownLatch latch) {
-        try {
-            assertTrue(latch.await(10, TimeUnit.SECONDS), "a thread did not get there");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
-    }
 
     /**
      * The race checked: memory allocated on one thread and released on
@@ -102,13 +86,13 @@ class CrossThreadReleaseTest {
         for (int t = 0; t < threads; t++) {
             int self = t;
             tasks.add(() -> {
-                await(bindTurn[self]);
+                ConcurrentTasks.await(bindTurn[self], "a thread did not get there");
                 Allocation first = new Allocation();
                 pool.allocate(16, first);
                 arenaOf.set(self, first.owner.arena.index);
                 pool.free(first);
                 bindTurn[self + 1].countDown();
-                await(start);
+                ConcurrentTasks.await(start, "a thread did not reach the barrier");
 
                 Random random = new Random(4242 + self);
                 BlockingQueue<Handed> inbox = inboxes.get(self);
@@ -182,7 +166,7 @@ class CrossThreadReleaseTest {
         for (int t = 0; t < workers; t++) {
             int self = t;
             tasks.add(() -> {
-                await(start);
+                ConcurrentTasks.await(start, "a thread did not reach the barrier");
                 try {
                     Random random = new Random(77 + self);
                     Queue<Handed> live = new ArrayDeque<>();
@@ -206,7 +190,7 @@ class CrossThreadReleaseTest {
         }
         int[] trims = new int[1];
         tasks.add(() -> {
-            await(start);
+            ConcurrentTasks.await(start, "a thread did not reach the barrier");
             while (done.getCount() > 0) {
                 pool.trim();
                 PoolStats stats = pool.stats();

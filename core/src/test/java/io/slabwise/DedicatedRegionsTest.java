@@ -9,10 +9,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -291,7 +289,7 @@ class DedicatedRegionsTest {
                     for (int i = 0; i < 6; i++) {
                         mine.add(allocate(pool, (20 + i) * PAGE));
                     }
-                    await(start);
+                    ConcurrentTasks.await(start, "a worker did not reach the barrier");
                     for (int i = 0; i < skip; i++) {
                         Thread.onSpinWait(); // a different point around the close in each run
                     }
@@ -300,7 +298,7 @@ class DedicatedRegionsTest {
             }
             int closeSkip = run % 7;
             tasks.add(() -> {
-                await(start);
+                ConcurrentTasks.await(start, "a worker did not reach the barrier");
                 for (int i = 0; i < closeSkip; i++) {
                     Thread.onSpinWait();
                 }
@@ -369,7 +367,7 @@ class DedicatedRegionsTest {
                     synchronized (liveAddresses) {
                         assertTrue(liveAddresses.add(held.address()), "a region live twice: " + held);
                     }
-                    await(allocated);
+                    ConcurrentTasks.await(allocated, "a worker did not reach the barrier");
                 }
                 pool.free(held);
             });
@@ -387,11 +385,4 @@ class DedicatedRegionsTest {
         pool.close();
     }
 
-    private static void await(CyclicBarrier barrier) {
-        try {
-            barrier.await(30, TimeUnit.SECONDS);
-        } catch (InterruptedException | BrokenBarrierException | TimeoutException e) {
-            throw new AssertionError("a worker did not reach the barrier", e);
-        }
-    }
 }

@@ -269,7 +269,7 @@ class RemoteFreeQueueRingTest {
             long producer = t + 1;
             Random random = new Random(41 + t);
             tasks.add(() -> {
-                await(start);
+                ConcurrentTasks.await(start, "a thread did not reach the barrier");
                 try {
                     for (long seq = 1; seq <= perProducer; seq++) {
                         long entry = producer << 32 | seq;
@@ -299,7 +299,7 @@ class RemoteFreeQueueRingTest {
         long[] lastSeen = new long[producers + 1];
         AtomicLong drained = new AtomicLong();
         tasks.add(() -> {
-            await(start);
+            ConcurrentTasks.await(start, "a thread did not reach the barrier");
             try {
                 consume(queue, lastSeen, drained, (long) producers * perProducer, () -> producersDone.get() == producers,
                         stuckNanos);
@@ -356,11 +356,4 @@ class RemoteFreeQueueRingTest {
         }
     }
 
-    private static void await(CyclicBarrier barrier) {
-        try {
-            barrier.await();
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
-    }
 }

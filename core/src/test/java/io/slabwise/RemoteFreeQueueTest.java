@@ -248,7 +248,7 @@ class RemoteFreeQueueTest {
             List<Allocation> myRefused = new ArrayList<>();
             refused.add(myRefused);
             tasks.add(() -> {
-                await(start);
+                ConcurrentTasks.await(start, "a thread did not reach the barrier");
                 for (Allocation a : mine) {
                     if (arena.remoteFrees.offer(entryOf(a))) {
                         assertTrue(myRefused.isEmpty(), "an offer succeeded after one was refused: nobody drains");
@@ -300,7 +300,7 @@ class RemoteFreeQueueTest {
         for (int t = 0; t < producers; t++) {
             List<Allocation> mine = all.subList(t * perProducer, (t + 1) * perProducer);
             tasks.add(() -> {
-                await(start);
+                ConcurrentTasks.await(start, "a thread did not reach the barrier");
                 try {
                     for (Allocation a : mine) {
                         if (arena.remoteFrees.offer(entryOf(a))) {
@@ -316,7 +316,7 @@ class RemoteFreeQueueTest {
             });
         }
         tasks.add(() -> {
-            await(start);
+            ConcurrentTasks.await(start, "a thread did not reach the barrier");
             while (producersDone.getCount() > 0) {
                 drain(arena);
                 drains.incrementAndGet();
@@ -393,11 +393,4 @@ class RemoteFreeQueueTest {
         assertEquals(0, pool.committedBytes());
     }
 
-    private static void await(CyclicBarrier barrier) {
-        try {
-            barrier.await();
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
-    }
 }

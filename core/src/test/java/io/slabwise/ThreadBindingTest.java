@@ -266,8 +266,8 @@ class ThreadBindingTest {
                 firstBound.countDown(); // the second thread starts once the first has bound
                 seen[index] = pool.threadCaches.current();
                 assertTrue(seen[index].isOwnerThread(), "the cache found is the calling thread's own");
-                await(bothAllocated);
-                await(checked);
+                ConcurrentTasks.await(bothAllocated, "a thread did not reach the barrier");
+                ConcurrentTasks.await(checked, "a thread did not reach the barrier");
                 pool.free(a);
                 assertTrue(pool.threadCaches.current() == seen[index], "the same cache at every look-up");
             };
@@ -277,12 +277,12 @@ class ThreadBindingTest {
         first.start();
         ConcurrentTasks.await(firstBound, "the first thread did not allocate");
         second.start();
-        await(bothAllocated);
+        ConcurrentTasks.await(bothAllocated, "a thread did not reach the barrier");
         assertTrue(seen[0] != seen[1], "two caches");
         assertTrue(pool.threadCaches.holdsIdSlot(first), "the first to bind takes the slot");
         assertFalse(pool.threadCaches.holdsIdSlot(second), "the second goes through the thread-local");
         assertEquals(201, pool.requestedBytes(), "each allocation counted once, by its own cache");
-        await(checked);
+        ConcurrentTasks.await(checked, "a thread did not reach the barrier");
         first.join();
         second.join();
         assertEquals(0, pool.requestedBytes());
@@ -316,11 +316,4 @@ class ThreadBindingTest {
         }
     }
 
-    private static void await(CyclicBarrier barrier) {
-        try {
-            barrier.await(30, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new AssertionError("a thread did not reach the barrier", e);
-        }
-    }
 }
