@@ -386,8 +386,9 @@ public final class PoolConfig {
          * eighth of the chunk size by default (512 KiB). A run of half a chunk
          * or more leaves a hole only smaller requests can fill, and keeps its
          * chunk from going back; a region of its own goes back with its
-         * buffer. Released regions are kept idle, up to a chunk's bytes, for
-         * requests of their pages or up to an eighth fewer. From a page to the chunk size; the chunk size
+         * buffer. Released regions are kept idle (one in each thread's slot, one
+         * in a recent cell, up to a chunk's bytes in a list) for requests of
+         * their pages or up to an eighth fewer. From a page to the chunk size; the chunk size
          * gives only huge requests a region, as Netty's pooled allocator does.
          * Below the largest cached size ({@link #maxCachedSize(int)}) it has no
          * effect: cached sizes always come from chunks.
