@@ -3,6 +3,7 @@ package io.slabwise;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -34,7 +35,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * its own when the ceiling (or the JVM's direct-memory limit) has no room for
  * a new group but has room for the region. Regions of a group's size or more
  * are always on their own: glibc maps them anyway. {@code -Dslabwise.noRegionGroups=true}
- * puts every region on its own.
+ * puts every region on its own. Regions on their own under a group's size
+ * are taken on one thread of the process ({@link MallocArenaThread}), so that
+ * what malloc keeps of them stays in one arena; giving one back marks this
+ * object ({@link #takeFreedToMalloc()}), and the pool's next trim or decay
+ * asks glibc to trim its arenas ({@link NativeHeap}).
  *
  * <p>Committed bytes are what the pool holds from the source: a whole group
  * counts from the moment it is taken (its memory is zeroed, so resident) to the
@@ -93,6 +98,10 @@ final class CommittedMemory {
     private final AtomicLong aloneBytes = new AtomicLong();
     /** Bytes of the regions handed out, on their own or carved from groups. */
     private final AtomicLong regionBytes = new AtomicLong();
+    /** Whether malloc may keep what this source gives back on its own resident (see {@link NativeHeap}). */
+    private final boolean mallocKeepsFreed;
+    /** Set when a region on its own went back to malloc since the last {@link #takeFreedToMalloc()}. */
+    private final AtomicBoolean freedToMalloc = new AtomicBoolean();
     /** Bytes of chunks and block regions handed out whole to sequential allocators and block pools. */
     final AtomicLong wholeChunkBytes = new AtomicLong();
     /**
@@ -124,6 +133,16 @@ final class CommittedMemory {
         this.limit = limit;
         this.groups = grouped ? new RegionGroups() : null;
         this.jvmCounts = source == DirectChunkSource.INSTANCE && DirectChunkSource.countedByJvmLimit();
+        this.mallocKeepsFreed = source == DirectChunkSource.INSTANCE && MallocWarning.glibcKeepsFreedChunks();
+    }
+
+    /**
+     * Whether a region on its own went back to malloc, where it may stay
+     * resident, since the last call; clears the mark. The pool then asks for
+     * a {@link NativeHeap#trim()}.
+     */
+    boolean takeFreedToMalloc() {
+        return freedToMalloc.get() && freedToMalloc.getAndSet(false);
     }
 
     /** Native memory currently taken from the chunk source. */
@@ -284,7 +303,9 @@ final class CommittedMemory {
     private NativeRegion takeCommitted(int size) {
         NativeRegion region;
         try {
-            region = source.allocate(size);
+            // what malloc keeps of a region under a group's size stays in the arena of the thread that took it
+            region = mallocKeepsFreed && size < RegionGroups.GROUP_SIZE ? MallocArenaThread.allocate(source, size)
+                    : source.allocate(size);
         } catch (RuntimeException | Error e) {
             limit.uncommit(size);
             throw e;
@@ -322,6 +343,9 @@ final class CommittedMemory {
             fromSource.remove(region);
             source.release(region);
             limit.uncommit(region.size());
+            if (mallocKeepsFreed && region.size() < RegionGroups.GROUP_SIZE) { // glibc unmaps larger ones itself
+                freedToMalloc.set(true);
+            }
             if (held != null && held.budgeted()) {
                 aloneBytes.addAndGet(-region.size());
             }

@@ -1,6 +1,7 @@
 package io.slabwise;
 
 import java.util.Collection;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Idle memory and its way back to the operating system: the periodic decay,
@@ -26,6 +27,11 @@ import java.util.Collection;
  * No thread is ever stopped: live threads give their caches back at their
  * next operation.
  *
+ * <p>Where regions given back to malloc may stay resident (glibc without
+ * {@code MALLOC_MMAP_THRESHOLD_}), decay, trim and the reclaim after close
+ * end with a {@link NativeHeap#trim()} when any such region went back since
+ * the last one.
+ *
  * <p>Each of the three is reported to JDK Flight Recorder as an
  * {@code io.slabwise.Trim} event with the regions and bytes it gave back
  * (decay and reclaim only when they gave something back; see
@@ -40,6 +46,7 @@ final class IdleMemory {
     private final PoolConfig config;
     private final Collection<SequentialAllocator> sequentialAllocators;
     private final Collection<BlockPool> blockPools;
+    private final AtomicLong nativeHeapTrims = new AtomicLong();
 
     IdleMemory(Arena[] arenas, ThreadCaches threadCaches, CommittedMemory committed, DedicatedRegions dedicated,
                PoolConfig config, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools) {
@@ -69,6 +76,7 @@ final class IdleMemory {
         for (BlockPool blocks : blockPools) {
             given.blocks(blocks, blocks.releaseIdleBlocks(decayNanos));
         }
+        given.trimNativeHeap();
         return given.report(event, PoolEvents.BY_DECAY);
     }
 
@@ -87,11 +95,17 @@ final class IdleMemory {
         releaseCacheAllocatorsIdle(given);
         trimArenas(0, config.minIdleChunks(), given);
         given.regions(dedicated.release(0));
+        given.trimNativeHeap();
         return given.report(event, PoolEvents.BY_TRIM);
     }
 
-    /** Takes back everything idle, keeping nothing: before a refusal at the ceiling, and after close. */
-    void reclaimAll() {
+    /**
+     * Takes back everything idle, keeping nothing: before a refusal at the
+     * ceiling, and after close, where {@code closing} also trims the native
+     * heap (at the ceiling the memory is about to be taken again, and the
+     * allocating thread should not wait for a trim).
+     */
+    void reclaimAll(boolean closing) {
         PoolEvents.Trim event = PoolEvents.beginTrim();
         GivenBack given = new GivenBack();
         reclaimCaches();
@@ -100,7 +114,32 @@ final class IdleMemory {
             given.chunks(arena.trim(0, 0));
         }
         given.regions(dedicated.release(0));
+        if (closing) {
+            given.trimNativeHeap();
+        }
         given.report(event, PoolEvents.BY_RECLAIM);
+    }
+
+    /**
+     * Asks glibc to trim malloc's arenas if regions went back to malloc since
+     * the last trim (see {@link NativeHeap}).
+     *
+     * @return the resident bytes given back by the trim's own report; -1 when no trim was made
+     */
+    long trimNativeHeap() {
+        if (!committed.takeFreedToMalloc()) {
+            return -1;
+        }
+        long given = NativeHeap.trim();
+        if (given >= 0) {
+            nativeHeapTrims.incrementAndGet();
+        }
+        return given;
+    }
+
+    /** Native heap trims this pool asked for that were made. */
+    long nativeHeapTrims() {
+        return nativeHeapTrims.get();
     }
 
     private void trimArenas(long idleNanos, int keep, GivenBack given) {
@@ -114,6 +153,8 @@ final class IdleMemory {
     private final class GivenBack {
         private int regions;
         private long bytes;
+        /** Resident bytes a native heap trim gave back; -1 when none was made. */
+        private long nativeTrimmed = -1;
 
         void chunks(int count) {
             regions += count;
@@ -131,9 +172,17 @@ final class IdleMemory {
             bytes += (long) count * pool.blockSize();
         }
 
+        /**
+         * Asks glibc to trim malloc's arenas when regions went back to malloc
+         * since the last trim, by this call or any other path (see {@link NativeHeap}).
+         */
+        void trimNativeHeap() {
+            nativeTrimmed = IdleMemory.this.trimNativeHeap();
+        }
+
         /** Reports to JDK Flight Recorder; returns the regions given back. */
         int report(PoolEvents.Trim event, String cause) {
-            PoolEvents.endTrim(event, cause, regions, bytes, committed.committed());
+            PoolEvents.endTrim(event, cause, regions, bytes, committed.committed(), nativeTrimmed);
             return regions;
         }
     }

@@ -186,7 +186,7 @@ public final class MemoryPool implements AutoCloseable {
         }
         decayTask.cancel();
         dedicated.close();
-        idle.reclaimAll();
+        idle.reclaimAll(true);
         threadCaches.forgetOwn();
         PoolStats stats = stats();
         if (stats.liveAllocations() > 0) {
@@ -230,7 +230,7 @@ public final class MemoryPool implements AutoCloseable {
      * back too.
      */
     private void reclaimForCeiling() {
-        idle.reclaimAll();
+        idle.reclaimAll(false);
         if (compaction.hasRelocators()) {
             long now = config.ticker().read();
             long last = lastCeilingCompaction.get();
@@ -652,7 +652,10 @@ public final class MemoryPool implements AutoCloseable {
             admission.released();
         }
         if (closed) {
-            idle.reclaimAll(); // a closed pool gives each chunk back as soon as it is empty
+            idle.reclaimAll(false); // a closed pool gives each chunk back as soon as it is empty
+            if (committed.committed() == 0) {
+                idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
+            }
         }
         if (allocation.stashed && onOwnerThread) {
             owner.stashHolder(allocation); // cleared above; its next use is this thread's next allocation
@@ -777,6 +780,11 @@ public final class MemoryPool implements AutoCloseable {
      */
     public int trim() {
         return idle.trim();
+    }
+
+    /** Native heap trims this pool asked for that were made (see {@link NativeHeap}); for tests. */
+    long nativeHeapTrims() {
+        return idle.nativeHeapTrims();
     }
 
     /** Bytes live allocations asked for. */

@@ -23,7 +23,7 @@ import java.util.Locale;
  *  io.slabwise.LimitWait      duration  Admission         category, requested, kind, outcome
  *                                                         (served|timeout|interrupted|closed|failed)
  *  io.slabwise.Trim           duration  IdleMemory        cause (trim|decay|reclaim), regions, bytes,
- *                                                         committed after
+ *                                                         committed after, native heap trimmed
  * </pre>
  *
  * <h2>Cost</h2>
@@ -199,6 +199,10 @@ final class PoolEvents {
         @Description("The pool's committed bytes afterwards")
         @DataAmount
         long committed;
+
+        @Label("Native Heap Trimmed")
+        @Description("Resident bytes glibc gave back when asked to trim malloc's arenas afterwards; -1 when not asked")
+        long nativeHeapTrimmed;
     }
 
     @Name("io.slabwise.Compaction")
@@ -353,7 +357,7 @@ final class PoolEvents {
     }
 
     /** Commits the event if enabled and, unless {@code cause} is an explicit trim, if something was given back. */
-    static void endTrim(Trim event, String cause, int regions, long bytes, long committedAfter) {
+    static void endTrim(Trim event, String cause, int regions, long bytes, long committedAfter, long nativeTrimmed) {
         if (event == null) {
             return;
         }
@@ -363,6 +367,7 @@ final class PoolEvents {
             event.regions = regions;
             event.bytes = bytes;
             event.committed = committedAfter;
+            event.nativeHeapTrimmed = nativeTrimmed;
             event.commit();
         }
     }
