@@ -45,8 +45,8 @@ final class NativeHeap {
     private static final boolean WANTED = MallocWarning.glibcKeepsFreedChunks()
             && !Boolean.getBoolean("slabwise.noNativeHeapTrim");
 
-    /** The command's report, for example {@code Trim native heap: RSS+Swap: 2237M->2230M (-6452K)}. */
-    private static final Pattern REPORT = Pattern.compile("RSS\\+Swap: (\\d+)([KMG]?)->(\\d+)([KMG]?)");
+    /** The command's report, for example {@code Trim native heap: RSS+Swap: 2237M->2230M (-6452K)}; B for bytes. */
+    private static final Pattern REPORT = Pattern.compile("RSS\\+Swap: (\\d+)([KMGB]?)->(\\d+)([KMGB]?)");
 
     private static final Object LOCK = new Object();
     /** Set once the command turned out to be missing; guarded by {@link #LOCK}. */

@@ -36,6 +36,7 @@ class NativeHeapTrimTest {
         assertEquals(7 * MIB, NativeHeap.givenBack("Trim native heap: RSS+Swap: 2237M->2230M (-6452K)"));
         assertEquals(97516L * 1024 - 85084L * 1024, NativeHeap.givenBack("Trim native heap: RSS+Swap: 97516K->85084K (-12432K)"));
         assertEquals(1024 * MIB - 1023 * MIB, NativeHeap.givenBack("RSS+Swap: 1G->1023M"));
+        assertEquals(45056, NativeHeap.givenBack("Trim native heap: RSS+Swap: 90112B->45056B (-45056B)"));
         assertEquals(0, NativeHeap.givenBack("RSS+Swap: 10M->12M"), "grown meanwhile: nothing given back");
         assertEquals(0, NativeHeap.givenBack("Not available"));
     }

@@ -231,6 +231,7 @@ public final class FragmentationSimulator {
     private Samples run(String workloadName, AllocatorUnderTest allocator, long ceiling, String label)
             throws Exception {
         settleMemory();
+        NativeMemoryTracking.baseline();
         long residentBefore = Resident.bytes();
         boolean moving = workloadName.endsWith(MOVING);
         BufferSource source = allocator.create(ceiling, moving ? backgroundBytesPerSecond : 0);
@@ -265,12 +266,15 @@ public final class FragmentationSimulator {
         long committedTrimmed = source.committedBytes();
         settleMemory();
         long residentAfter = Resident.bytes();
+        String nativeChange = NativeMemoryTracking.changeSinceBaseline();
 
         String file = workloadName + "-" + label.replace('%', 'p').replace('@', '-');
         samples.writeCsv(out.resolve(file + ".csv"));
         Files.writeString(out.resolve(file + "-report.txt"), "At the last sample:\n" + samples.endReport()
                 + "\nAt the peak of committed bytes, " + samples.peakReport()
-                + "\nAfter the workload released everything and its threads ended, before trim():\n" + reportEnded,
+                + "\nAfter the workload released everything and its threads ended, before trim():\n" + reportEnded
+                + (nativeChange.isEmpty() ? "" : "\nThe JVM's native memory after trim(), against its baseline before"
+                        + " the run (-XX:NativeMemoryTracking):\n" + nativeChange),
                 StandardCharsets.UTF_8);
         System.out.printf(Locale.ROOT, "%-12s %-15s %6.1f s  %5d samples every %d ops  steady %.3f  final %.3f"
                         + "  drift %+.3f  peak committed %d MiB%n", workloadName, label, seconds, samples.all().size(),
