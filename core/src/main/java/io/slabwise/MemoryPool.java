@@ -125,7 +125,7 @@ public final class MemoryPool implements AutoCloseable {
             arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
-        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated);
+        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated, fittedAbove, dedicatedAbove);
         this.idle = new IdleMemory(arenas, threadCaches, committed, dedicated, config, sequentialAllocators.values(),
                 blockPools.values());
         this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
@@ -740,8 +740,7 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     private int roundToPage(int size) {
-        long rounded = ((long) size + config.pageSize() - 1) & -config.pageSize();
-        return (int) Math.min(rounded, Integer.MAX_VALUE & -config.pageSize());
+        return sizes.pageRound(size);
     }
 
     private void checkRequest(int requested) {

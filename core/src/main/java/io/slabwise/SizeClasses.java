@@ -125,6 +125,12 @@ final class SizeClasses {
         return pageSize;
     }
 
+    /** {@code size} rounded up to whole pages (at most the largest whole-page int). */
+    int pageRound(int size) {
+        long rounded = ((long) size + pageSize - 1) & -pageSize;
+        return (int) Math.min(rounded, Integer.MAX_VALUE & -pageSize);
+    }
+
     int chunkSize() {
         return chunkSize;
     }

@@ -40,7 +40,9 @@ import java.lang.ref.WeakReference;
  * next allocation of the class takes it as it is: nothing about the memory is
  * looked up, computed or written again ({@link #keepFilled}, {@link #takeFilled}).
  * Kept holders count as cached memory, and a flush or a sweep turns them back
- * into plain entries.
+ * into plain entries. Above the cached sizes the large slot does the same for
+ * one holder of a run fitted to whole pages ({@link #keepLarge}), which a
+ * request of the same bytes takes as it is.
  *
  * <h2>Refills</h2>
  * When the stack of a cached size class is empty, the cache takes a batch of
@@ -138,6 +140,20 @@ final class ThreadCache {
     private int largeSizeIndex = -1;
     private boolean largeUsed;
     /**
+     * The large slot's other form: a holder released on this thread and kept
+     * filled with its run, while {@link #largeKeptFilled} (then
+     * {@link #largeChunk} is null). The field may still name the holder while
+     * it is in use, so that keeping it again stores nothing.
+     */
+    private Allocation largeKept;
+    private boolean largeKeptFilled;
+    /**
+     * Requests above {@code fittedAbove} bytes, up to {@code dedicatedAbove}, reserve a run of whole pages (see
+     * {@link MemoryPool}); the large slot's kept holder serves those.
+     */
+    private final int fittedAbove;
+    private final int dedicatedAbove;
+    /**
      * One released dedicated region of up to {@link #LARGE_SLOT_LIMIT} (and
      * a chunk) this thread allocated, kept (with its chunk object) for this thread's next
      * request it fits; read by other threads only for statistics.
@@ -166,6 +182,8 @@ final class ThreadCache {
         this.largestStackedRequest = cachedClasses == 0 ? -1 : sizes.size(cachedClasses - 1);
         this.largestCachedLargeClass = cachedClasses == 0 ? -1
                 : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
+        this.fittedAbove = caches.fittedAbove();
+        this.dedicatedAbove = caches.dedicatedAbove();
         this.maxCachedBytesPerClass = maxCachedBytesPerClass;
         this.maxEntriesPerClass = maxEntriesPerClass;
         this.stacks = new ClassStack[cachedClasses];
@@ -403,6 +421,9 @@ final class ThreadCache {
     /** Bytes held in the stacks; exact only from the owner or after the owner died. */
     long cachedBytes() {
         long bytes = largeChunk == null ? 0 : largeBytes();
+        if (largeKeptFilled) {
+            bytes += largeKept.reserved;
+        }
         for (int i = 0; i < stacks.length; i++) {
             ClassStack stack = stacks[i];
             if (stack != null) {
@@ -495,6 +516,7 @@ final class ThreadCache {
     /** Gives every cached entry back to the arena. Owner thread, or any thread once the owner is dead. */
     void flush() {
         flushRequested = false;
+        unkeepLarge();
         releaseLarge();
         releaseDedicated();
         for (ClassStack stack : stacks) {
@@ -521,6 +543,7 @@ final class ThreadCache {
         operationsSinceSweep = 0;
         sweepInterval = caches.small() ? SMALL_POOL_SWEEP_INTERVAL : SWEEP_INTERVAL;
         if (!largeUsed) {
+            unkeepLarge();
             releaseLarge();
         }
         largeUsed = false;
@@ -540,6 +563,19 @@ final class ThreadCache {
     /** The size of what the large slot holds: an element of its class, or a run (which may be fitted to whole pages). */
     private int largeBytes() {
         return Chunk.isSubpage(largeHandle) ? sizes.size(largeSizeIndex) : Chunk.runPages(largeHandle) * sizes.pageSize();
+    }
+
+    /** Turns the large slot's kept holder, if any, blank into the stash, its run back to the arena. */
+    private void unkeepLarge() {
+        if (largeKeptFilled) {
+            largeKeptFilled = false;
+            Allocation holder = largeKept;
+            Chunk chunk = holder.chunk;
+            long handle = holder.handle;
+            holder.clear();
+            stashHolder(holder);
+            chunk.arena.free(chunk, handle);
+        }
     }
 
     private void releaseLarge() {
@@ -646,8 +682,10 @@ final class ThreadCache {
      */
     boolean keepFilled(Allocation holder) {
         int sizeIndex = holder.sizeIndex;
-        if (shared || flushRequested || sizeIndex < 0 || sizeIndex >= cachedClasses || holder.chunk.arena != arena
-                || !stack(sizeIndex).keep(holder)) {
+        if (sizeIndex >= cachedClasses) {
+            return keepLarge(holder);
+        }
+        if (shared || flushRequested || sizeIndex < 0 || holder.chunk.arena != arena || !stack(sizeIndex).keep(holder)) {
             return false;
         }
         holder.kept = true;
@@ -664,7 +702,10 @@ final class ThreadCache {
      * {@link Admission#admitsFreely}). Owner thread only.
      */
     Allocation takeFilled(Category category, int requested) {
-        if (requested > largestStackedRequest || shared || flushRequested) {
+        if (requested > largestStackedRequest) {
+            return largeKeptFilled ? takeLarge(category, requested) : null;
+        }
+        if (shared || flushRequested) {
             return null;
         }
         ClassStack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
@@ -676,6 +717,54 @@ final class ThreadCache {
         if (holder.category != category) {
             // a reference stored into a long-lived object costs G1 a memory fence and a card mark
             // (a few nanoseconds, more than the rest of this method); the category rarely changes
+            holder.category = category;
+        }
+        holder.requested = requested;
+        counters.countAllocation(category.id, requested, holder.reserved, false, true);
+        if (++operationsSinceSweep >= sweepInterval) {
+            sweep();
+        }
+        return holder;
+    }
+
+    /**
+     * Keeps a released holder of a run above the cached sizes, fitted to whole
+     * pages and of a class the large slot takes, filled in the large slot if
+     * that is empty; false otherwise. Owner thread only (see {@link #keepFilled}).
+     */
+    private boolean keepLarge(Allocation holder) {
+        int sizeIndex = holder.sizeIndex;
+        if (shared || flushRequested || largeKeptFilled || largeChunk != null || sizeIndex > largestCachedLargeClass
+                || holder.requested <= fittedAbove || holder.chunk.arena != arena) {
+            return false;
+        }
+        if (largeKept != holder) {
+            largeKept = holder; // (usually the same holder, back in its slot: no store, no write barrier)
+        }
+        largeKeptFilled = true;
+        holder.kept = true;
+        if (++operationsSinceSweep >= sweepInterval) {
+            sweep();
+        }
+        return true;
+    }
+
+    /**
+     * The large slot's kept holder for {@code requested} bytes of
+     * {@code category}, counted, if it reserves just what the request would
+     * (a run of its whole pages, the request being fitted and not dedicated);
+     * null otherwise. The caller has established that no limit applies.
+     */
+    private Allocation takeLarge(Category category, int requested) {
+        Allocation holder = largeKept;
+        if (shared || flushRequested || requested <= fittedAbove || requested > dedicatedAbove
+                || holder.reserved != sizes.pageRound(requested)) {
+            return null;
+        }
+        largeKeptFilled = false;
+        largeUsed = true;
+        holder.kept = false;
+        if (holder.category != category) {
             holder.category = category;
         }
         holder.requested = requested;

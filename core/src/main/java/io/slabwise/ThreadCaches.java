@@ -42,6 +42,10 @@ final class ThreadCaches {
     private final MemoryLimit limit;
     private final Arena[] arenas;
     private final PoolConfig config;
+    /** The pool's {@code fittedAbove}: requests above it reserve runs of whole pages. */
+    private final int fittedAbove;
+    /** The pool's {@code dedicatedAbove}: requests above it get regions of their own. */
+    private final int dedicatedAbove;
     /** The pool's idle dedicated regions, where a cache's dedicated slot goes when it is flushed. */
     final DedicatedRegions dedicated;
     /** This pool's cache on each platform thread, held weakly: a thread's map never keeps the pool alive. */
@@ -79,8 +83,11 @@ final class ThreadCaches {
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
 
-    ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config, DedicatedRegions dedicated) {
+    ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config, DedicatedRegions dedicated, int fittedAbove,
+                 int dedicatedAbove) {
         this.limit = limit;
+        this.fittedAbove = fittedAbove;
+        this.dedicatedAbove = dedicatedAbove;
         this.arenas = arenas;
         this.config = config;
         this.dedicated = dedicated;
@@ -169,6 +176,16 @@ final class ThreadCaches {
             tryReclaimDead();
         }
         return cache;
+    }
+
+    /** Requests above this many bytes reserve a run of whole pages rather than their size class (see {@link MemoryPool}). */
+    int fittedAbove() {
+        return fittedAbove;
+    }
+
+    /** Requests above this many bytes get a region of their own (see {@link MemoryPool}). */
+    int dedicatedAbove() {
+        return dedicatedAbove;
     }
 
     /**

@@ -127,6 +127,63 @@ class HolderStashTest {
         assertTrue(stats.cachedBytes() < idleReserved, "and its memory left the cache: " + stats.report());
     }
 
+    /**
+     * Above the cached sizes (64 KiB) and up to the dedicated threshold (128
+     * KiB with 1 MiB chunks), a run is fitted to whole pages; released on its
+     * thread, its holder stays filled in the large slot for the next request
+     * of the same pages, which takes it as it is.
+     */
+    @Test
+    void aFittedRunIsKeptFilledInTheLargeSlotForARequestOfItsPages() {
+        Category logs = pool.category("logs");
+        Allocation first = pool.allocateStashed(pool.defaultCategory(), 100_000, false); // 13 pages
+        assertEquals(13 * PoolConfig.PAGE_SIZE, first.reservedBytes());
+        long address = first.address();
+        pool.free(first);
+        assertFalse(first.isLive(), "kept with its memory, but not live");
+        assertThrows(IllegalStateException.class, () -> pool.free(first), "a double free of a kept holder throws");
+        assertEquals(0, own().stashedHolders(), "kept filled, not stashed blank");
+        assertEquals(13 * PoolConfig.PAGE_SIZE, pool.stats().cachedBytes());
+
+        Allocation other = pool.allocateStashed(pool.defaultCategory(), 90_000, false); // 11 pages: not its pages
+        assertNotSame(first, other);
+        pool.free(other); // the slot is taken: cleared, stashed, its run back to the cache's other ways
+
+        Allocation second = pool.allocateStashed(logs, 99_000, false); // 13 pages too
+        assertSame(first, second);
+        assertTrue(second.isLive());
+        assertEquals(address, second.address());
+        assertSame(logs, second.category());
+        PoolStats stats = pool.stats();
+        assertEquals(99_000, stats.category("logs").requested(), stats::report);
+        assertEquals(13 * PoolConfig.PAGE_SIZE, stats.category("logs").reserved());
+        assertEquals(0, stats.category("network").requested());
+        assertEquals(1, stats.liveAllocations());
+        pool.free(second);
+
+        own().flush();
+        assertEquals(0, pool.stats().cachedBytes(), "a flush gives the kept run back");
+        assertFalse(second.isLive());
+        assertEquals(0, second.requestedBytes(), "and the holder goes blank");
+    }
+
+    /** A request just above an unaligned dedicated threshold gets its region even if its pages match the kept run. */
+    @Test
+    void aKeptRunNeverServesARequestThatGetsADedicatedRegion() {
+        MemoryPool unaligned = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).dedicatedAbove(100_000).build());
+        try {
+            Allocation run = unaligned.allocateStashed(unaligned.defaultCategory(), 100_000, false); // 13 pages
+            assertEquals(0, unaligned.stats().hugeAllocations());
+            unaligned.free(run);
+            Allocation above = unaligned.allocateStashed(unaligned.defaultCategory(), 100_001, false); // 13 pages too
+            assertNotSame(run, above);
+            assertEquals(1, unaligned.stats().hugeAllocations(), "a region of its own");
+            unaligned.free(above);
+        } finally {
+            unaligned.close();
+        }
+    }
+
     @Test
     void theStashAndTheKeptHoldersStayWithinTheirCapacities() {
         Allocation[] held = new Allocation[ClassStack.KEPT_LIMIT + ThreadCache.HOLDER_STASH_CAPACITY + 3];
