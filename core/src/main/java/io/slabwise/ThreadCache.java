@@ -710,9 +710,11 @@ final class ThreadCache {
         }
         ClassStack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
         Allocation holder = stack == null ? null : stack.takeKept();
-        if (holder == null) {
-            return null;
-        }
+        return holder == null ? null : handOut(holder, category, requested);
+    }
+
+    /** A kept holder taken for {@code requested} bytes of {@code category}: live again, and counted. */
+    private Allocation handOut(Allocation holder, Category category, int requested) {
         holder.kept = false;
         if (holder.category != category) {
             // a reference stored into a long-lived object costs G1 a memory fence and a card mark
@@ -763,15 +765,6 @@ final class ThreadCache {
         }
         largeKeptFilled = false;
         largeUsed = true;
-        holder.kept = false;
-        if (holder.category != category) {
-            holder.category = category;
-        }
-        holder.requested = requested;
-        counters.countAllocation(category.id, requested, holder.reserved, false, true);
-        if (++operationsSinceSweep >= sweepInterval) {
-            sweep();
-        }
-        return holder;
+        return handOut(holder, category, requested);
     }
 }
