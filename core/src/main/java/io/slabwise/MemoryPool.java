@@ -630,8 +630,8 @@ public final class MemoryPool implements AutoCloseable {
         } else {
             owner.countRelease(category, allocation.requested, reserved, false, onOwnerThread);
             if (allocation.stashed && onOwnerThread && !chunk.evacuating && admission.admitsFreely(category)
-                    && owner.keepFilled(allocation)) {
-                return; // the holder keeps its memory for this thread's next allocation of its class
+                    && (chunk.huge ? owner.keepDedicatedFilled(allocation) : owner.keepFilled(allocation))) {
+                return; // the holder keeps its memory for this thread's next allocation of its class (or pages)
             }
             long handle = allocation.handle;
             int sizeIndex = allocation.sizeIndex;

@@ -160,6 +160,14 @@ final class ThreadCache {
      */
     private Chunk dedicatedSlot;
     private boolean dedicatedUsed;
+    /**
+     * The dedicated slot's other form: a holder released on this thread and
+     * kept filled with its region, while {@link #dedicatedKeptFilled} (then
+     * {@link #dedicatedSlot} is null); like {@link #largeKept}, it may still
+     * name the holder while it is in use.
+     */
+    private Allocation dedicatedKept;
+    private boolean dedicatedKeptFilled;
     private volatile boolean flushRequested;
 
     /** This thread's share of the pool's accounting. */
@@ -499,13 +507,60 @@ final class ThreadCache {
         return true;
     }
 
-    /** Bytes of the dedicated region in this thread's slot. */
+    /**
+     * Keeps a released holder of a dedicated region this thread may keep (see
+     * {@link #keepDedicated}) filled in the dedicated slot, if that is empty;
+     * false otherwise. The region stays counted as in the slot. Owner thread,
+     * with no limit in the way (see {@link Admission#admitsFreely}).
+     */
+    boolean keepDedicatedFilled(Allocation holder) {
+        int size = holder.chunk.chunkSize();
+        if (shared || flushRequested || dedicatedSlot != null || dedicatedKeptFilled || size > LARGE_SLOT_LIMIT
+                || size > sizes.chunkSize()) {
+            return false;
+        }
+        if (dedicatedKept != holder) {
+            dedicatedKept = holder; // (usually the same holder, back in its slot: no store, no write barrier)
+        }
+        dedicatedKeptFilled = true;
+        holder.kept = true;
+        return true;
+    }
+
+    /**
+     * The dedicated slot's kept holder for {@code requested} bytes of
+     * {@code category}, counted, if its region fits the request's pages (see
+     * {@link DedicatedRegions#fits}); null otherwise. The caller has
+     * established that no limit applies and that the request gets a region.
+     */
+    private Allocation takeDedicatedKept(Category category, int requested) {
+        Allocation holder = dedicatedKept;
+        if (shared || flushRequested || !DedicatedRegions.fits(holder.reserved, sizes.pageRound(requested))) {
+            return null;
+        }
+        dedicatedKeptFilled = false;
+        dedicatedUsed = true;
+        return handOut(holder, category, requested);
+    }
+
+    /** Bytes of the dedicated region in this thread's slot, in either form. */
     long dedicatedSlotBytes() {
         Chunk chunk = dedicatedSlot;
-        return chunk == null ? 0 : chunk.chunkSize();
+        if (chunk != null) {
+            return chunk.chunkSize();
+        }
+        return dedicatedKeptFilled ? dedicatedKept.reserved : 0;
     }
 
     private void releaseDedicated() {
+        if (dedicatedKeptFilled) { // blank into the stash; its region goes as a slotted one would
+            dedicatedKeptFilled = false;
+            Allocation holder = dedicatedKept;
+            Chunk region = holder.chunk;
+            holder.clear();
+            stashHolder(holder);
+            caches.dedicated.giveBack(region);
+        }
         Chunk chunk = dedicatedSlot;
         if (chunk != null) {
             dedicatedSlot = null;
@@ -703,6 +758,9 @@ final class ThreadCache {
      */
     Allocation takeFilled(Category category, int requested) {
         if (requested > largestStackedRequest) {
+            if (requested > dedicatedAbove) {
+                return dedicatedKeptFilled ? takeDedicatedKept(category, requested) : null;
+            }
             return largeKeptFilled ? takeLarge(category, requested) : null;
         }
         if (shared || flushRequested) {
@@ -754,13 +812,13 @@ final class ThreadCache {
     /**
      * The large slot's kept holder for {@code requested} bytes of
      * {@code category}, counted, if it reserves just what the request would
-     * (a run of its whole pages, the request being fitted and not dedicated);
-     * null otherwise. The caller has established that no limit applies.
+     * (a run of its whole pages, the request being fitted); null otherwise.
+     * The caller has established that no limit applies and that the request
+     * gets no dedicated region.
      */
     private Allocation takeLarge(Category category, int requested) {
         Allocation holder = largeKept;
-        if (shared || flushRequested || requested <= fittedAbove || requested > dedicatedAbove
-                || holder.reserved != sizes.pageRound(requested)) {
+        if (shared || flushRequested || requested <= fittedAbove || holder.reserved != sizes.pageRound(requested)) {
             return null;
         }
         largeKeptFilled = false;

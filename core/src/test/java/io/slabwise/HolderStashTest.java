@@ -167,6 +167,48 @@ class HolderStashTest {
         assertEquals(0, second.requestedBytes(), "and the holder goes blank");
     }
 
+    /**
+     * A dedicated region (above 128 KiB with 1 MiB chunks) released on its
+     * thread stays filled in the thread's dedicated slot, still counted as
+     * parked there, for the next request it fits (its pages or up to an
+     * eighth fewer), which takes it whole.
+     */
+    @Test
+    void aDedicatedRegionIsKeptFilledInTheSlotForARequestItFits() {
+        Allocation first = pool.allocateStashed(pool.defaultCategory(), 200_000, false); // 25 pages
+        assertEquals(1, pool.stats().hugeAllocations());
+        assertEquals(25 * PoolConfig.PAGE_SIZE, first.reservedBytes());
+        long address = first.address();
+        pool.free(first);
+        assertFalse(first.isLive(), "kept with its region, but not live");
+        assertThrows(IllegalStateException.class, () -> pool.free(first), "a double free of a kept holder throws");
+        assertEquals(0, own().stashedHolders());
+        PoolStats parked = pool.stats();
+        assertEquals(0, parked.hugeAllocations(), parked::report);
+        assertEquals(0, parked.reservedBytes());
+        assertEquals(25 * PoolConfig.PAGE_SIZE, parked.committedBytes() - parked.chunks() * (1L << 20), parked::report);
+
+        Allocation second = pool.allocateStashed(pool.defaultCategory(), 190_000, false); // 24 pages: fits
+        assertSame(first, second);
+        assertEquals(address, second.address());
+        assertEquals(25 * PoolConfig.PAGE_SIZE, second.reservedBytes(), "the whole region");
+        PoolStats stats = pool.stats();
+        assertEquals(1, stats.hugeAllocations(), stats::report);
+        assertEquals(190_000, stats.requestedBytes());
+        assertEquals(25 * PoolConfig.PAGE_SIZE, stats.reservedBytes());
+        pool.free(second);
+
+        Allocation larger = pool.allocateStashed(pool.defaultCategory(), 300_000, false); // does not fit the kept one
+        assertNotSame(first, larger);
+        pool.free(larger);
+        own().flush();
+        assertFalse(first.isLive());
+        assertEquals(0, first.requestedBytes(), "a flush turns the kept holder blank");
+        assertEquals(0, pool.stats().hugeAllocations());
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "and its region went where a slotted one goes");
+    }
+
     /** A request just above an unaligned dedicated threshold gets its region even if its pages match the kept run. */
     @Test
     void aKeptRunNeverServesARequestThatGetsADedicatedRegion() {
