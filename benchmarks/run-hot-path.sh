@@ -10,9 +10,9 @@
 # in B/op) per allocator, the 1-minute load when the run started, and each Slabwise allocator's ratio to
 # the best Netty allocator of that row (below 1.0: Slabwise is faster). The JSON results stay in OUT.
 # Usage: benchmarks/run-hot-path.sh [smoke|quick|full] [forks]
-#   smoke: -wi 1 -w 500ms -i 2 -r 500ms    (proves the script works; about 4 minutes on 2 cores)
-#   quick: -wi 3 -w 1s -i 5 -r 1s          (direction; about 14 minutes)
-#   full:  -wi 5 -w 2s -i 10 -r 2s         (for the record; about 30 minutes per fork)
+#   smoke: -wi 1 -w 500ms -i 2 -r 500ms    (proves the script works; about 5 minutes on 2 cores)
+#   quick: -wi 3 -w 1s -i 5 -r 1s          (direction; about 18 minutes on JDK 17, 25 with virtual threads)
+#   full:  -wi 5 -w 2s -i 10 -r 2s         (for the record; about 40 minutes per fork)
 #   forks: default 1 (3 for full)
 # Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); ALLOCATORS (default: slabwise, the
 # recycling variant if present, pooled, adaptive); SIZES (comma-separated, default every size of the
@@ -26,7 +26,7 @@ source benchmarks/bench-common.sh
 mode=${1:-quick}
 jmh_mode "$@"
 allocators=${ALLOCATORS:-$(default_allocators)}
-sizes=${SIZES:-64,1024,4097,8193,65536,1048576,4194304}
+sizes=${SIZES:-64,1024,4097,8193,65536,131072,524288,1048576,4194304}
 kinds=${THREAD_KINDS:-fast platform virtual}
 leak=${LEAK_DETECTION:-disabled}
 out=${OUT:-benchmarks/target/hot-path/$(date -u +%Y%m%d-%H%M%S)}

@@ -25,9 +25,10 @@ import java.util.concurrent.TimeUnit;
  * {@link #touchRelease} also writes one byte per 4 KiB page of the buffer, so
  * an allocator that hands out cold memory (freshly mapped pages) pays for it.
  * Sizes include ones just past a size class and half a page ({@code 4097}), just
- * past a page ({@code 8193}), a large one (1 MiB), where Netty's pooled
- * allocator is known to take and drop a chunk per cycle, and a whole 4 MiB
- * chunk. {@code unpooled} is there for scale.
+ * past a page ({@code 8193}), runs above the thread-cached sizes (128 KiB) and
+ * at Slabwise's dedicated threshold (512 KiB), a large one (1 MiB), where
+ * Netty's pooled allocator is known to take and drop a chunk per cycle, and a
+ * whole 4 MiB chunk. {@code unpooled} is there for scale.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -43,7 +44,7 @@ public class AllocateReleaseBenchmark {
     public AllocatorKind allocator;
 
     /** The buffer size in bytes. */
-    @Param({"64", "1024", "4097", "8193", "65536", "1048576", "4194304"})
+    @Param({"64", "1024", "4097", "8193", "65536", "131072", "524288", "1048576", "4194304"})
     public int size;
 
     private ByteBufAllocator alloc;
