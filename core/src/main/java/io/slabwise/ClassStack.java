@@ -48,8 +48,6 @@ final class ClassStack {
     /** Filled holders, made at the first one; slots above {@link #keptCount} may still name holders in use. */
     private Allocation[] kept;
     private int keptCount;
-    /** Whether a kept holder was taken since the last {@link #sweepKept}. */
-    private boolean keptTaken;
 
     ClassStack(int capacity) {
         this.capacity = capacity;
@@ -145,23 +143,7 @@ final class ClassStack {
             return null;
         }
         keptCount = --n;
-        keptTaken = true;
         return kept[n];
-    }
-
-    /**
-     * The sweep of the kept holders: kept holders none of which was taken
-     * since the last sweep become entries (handing each holder to
-     * {@code blank}), which the next sweep frees if they stay unused; those of
-     * a class in use stay filled, so that a sweep does not make the next
-     * allocation fill a holder again.
-     */
-    void sweepKept(Consumer<Allocation> blank) {
-        if (keptTaken) {
-            keptTaken = false;
-        } else {
-            unkeep(blank);
-        }
     }
 
     /**

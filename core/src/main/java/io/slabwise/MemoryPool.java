@@ -607,13 +607,29 @@ public final class MemoryPool implements AutoCloseable {
         if (chunk == null || allocation.kept) {
             throw new IllegalStateException("double free: the allocation holds no live memory");
         }
-        Category category = allocation.category;
-        int reserved = allocation.reserved;
         ThreadCache owner = allocation.owner;
+        Category category = allocation.category;
+        boolean counted = false;
+        if (allocation.stashed && allocation.releaser == null && owner.isOwnerThread() && !chunk.evacuating
+                && admission.admitsFreely(category)) {
+            // the common case, kept short so that it inlines: a buffer released on the thread that allocated it
+            owner.countRelease(category, allocation.requested, allocation.reserved, false, true);
+            if (chunk.huge ? owner.keepDedicatedFilled(allocation) : owner.keepFilled(allocation)) {
+                return; // the holder keeps its memory for this thread's next allocation of its class (or pages)
+            }
+            counted = true;
+        }
+        release(allocation, chunk, owner, category, counted);
+    }
+
+    /** The rest of {@link #free}: every release whose holder is not kept filled; {@code counted} when it was counted. */
+    private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean counted) {
+        int reserved = allocation.reserved;
         Releaser releaser = allocation.releaser;
         boolean onOwnerThread = owner.isOwnerThread();
         boolean closed = admission.isClosed();
-        if (releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !closed && !admission.hasWaiters()) {
+        if (!counted && releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !closed
+                && !admission.hasWaiters()) {
             // a virtual thread's allocation: counted and cached under the shared cache's lock, when it is free
             int requested = allocation.requested;
             long handle = allocation.handle;
@@ -628,10 +644,8 @@ public final class MemoryPool implements AutoCloseable {
             releaser.release(allocation);
             allocation.clear();
         } else {
-            owner.countRelease(category, allocation.requested, reserved, false, onOwnerThread);
-            if (allocation.stashed && onOwnerThread && !chunk.evacuating && admission.admitsFreely(category)
-                    && (chunk.huge ? owner.keepDedicatedFilled(allocation) : owner.keepFilled(allocation))) {
-                return; // the holder keeps its memory for this thread's next allocation of its class (or pages)
+            if (!counted) {
+                owner.countRelease(category, allocation.requested, reserved, false, onOwnerThread);
             }
             long handle = allocation.handle;
             int sizeIndex = allocation.sizeIndex;

@@ -61,10 +61,9 @@ import java.lang.ref.WeakReference;
  * back without the arena taking it apart and carving it again.
  *
  * <h2>Trimming</h2>
- * Every {@link #SWEEP_INTERVAL} operations ({@link #SMALL_POOL_SWEEP_INTERVAL}
- * while the pool is small) the cache frees, per size class, as many entries as
- * were never used since the previous sweep (the low-water mark of the stack),
- * oldest first.
+ * Every {@link #SWEEP_INTERVAL} operations the cache frees, per size class, as
+ * many entries as were never used since the previous sweep (the low-water mark
+ * of the stack), oldest first.
  *
  * <h2>What an idle cache costs</h2>
  * A cache is cheap until it caches: the stack of a size class is made at its
@@ -95,13 +94,6 @@ final class ThreadCache {
 
     /** Operations between two sweeps of unused entries. */
     static final int SWEEP_INTERVAL = 8192;
-    /**
-     * Operations between two sweeps while the pool is small ({@link ThreadCaches#small()}):
-     * what a few threads' caches hold is then a large share of the pool, and a
-     * sweep every {@link #SWEEP_INTERVAL} left a web-socket proxy's 1.2 MiB of
-     * live buffers on 4 threads in two 4 MiB chunks where one does.
-     */
-    static final int SMALL_POOL_SWEEP_INTERVAL = 1024;
     /** The largest run the single large slot keeps: a thread holds at most this much there. */
     static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
@@ -128,8 +120,6 @@ final class ThreadCache {
     /** The stack of each cached size class, made at the class's first use; none at all after {@link #retire()}. */
     private ClassStack[] stacks;
     private int operationsSinceSweep;
-    /** {@link #SWEEP_INTERVAL}, or {@link #SMALL_POOL_SWEEP_INTERVAL} while the pool is small; chosen at each sweep. */
-    private int sweepInterval = SMALL_POOL_SWEEP_INTERVAL; // a new cache: its pool is small until a sweep finds otherwise
     /** The largest request a stack serves (the size of the largest cached class); -1 with no cached class. */
     private final int largestStackedRequest;
     /** Classes above the cached ones, up to this index, may take the single large slot. */
@@ -290,7 +280,7 @@ final class ThreadCache {
             afterArenaAllocation();
         }
         placeAndCount(category, requested, sizeIndex, reserved, out, true);
-        if (++operationsSinceSweep >= sweepInterval) {
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
     }
@@ -364,7 +354,7 @@ final class ThreadCache {
                 arena.free(chunk, handle); // a full stack, a taken large slot, or a size neither keeps
             }
         }
-        if (++operationsSinceSweep >= sweepInterval) {
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
     }
@@ -596,7 +586,6 @@ final class ThreadCache {
 
     private void sweep() {
         operationsSinceSweep = 0;
-        sweepInterval = caches.small() ? SMALL_POOL_SWEEP_INTERVAL : SWEEP_INTERVAL;
         if (!largeUsed) {
             unkeepLarge();
             releaseLarge();
@@ -608,7 +597,7 @@ final class ThreadCache {
         dedicatedUsed = false;
         for (ClassStack stack : stacks) {
             if (stack != null) {
-                stack.sweepKept(this::stashHolder); // what is kept filled and unused is swept like the rest
+                stack.unkeep(this::stashHolder); // what is kept filled is swept like the rest
                 stack.sweep(arena);
             }
         }
@@ -744,7 +733,7 @@ final class ThreadCache {
             return false;
         }
         holder.kept = true;
-        if (++operationsSinceSweep >= sweepInterval) {
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
         return true;
@@ -758,10 +747,7 @@ final class ThreadCache {
      */
     Allocation takeFilled(Category category, int requested) {
         if (requested > largestStackedRequest) {
-            if (requested > dedicatedAbove) {
-                return dedicatedKeptFilled ? takeDedicatedKept(category, requested) : null;
-            }
-            return largeKeptFilled ? takeLarge(category, requested) : null;
+            return takeFilledAbove(category, requested);
         }
         if (shared || flushRequested) {
             return null;
@@ -769,6 +755,14 @@ final class ThreadCache {
         ClassStack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
         Allocation holder = stack == null ? null : stack.takeKept();
         return holder == null ? null : handOut(holder, category, requested);
+    }
+
+    /** {@link #takeFilled} above the cached sizes: the large slot's or the dedicated slot's kept holder. */
+    private Allocation takeFilledAbove(Category category, int requested) {
+        if (requested > dedicatedAbove) {
+            return dedicatedKeptFilled ? takeDedicatedKept(category, requested) : null;
+        }
+        return largeKeptFilled ? takeLarge(category, requested) : null;
     }
 
     /** A kept holder taken for {@code requested} bytes of {@code category}: live again, and counted. */
@@ -781,7 +775,7 @@ final class ThreadCache {
         }
         holder.requested = requested;
         counters.countAllocation(category.id, requested, holder.reserved, false, true);
-        if (++operationsSinceSweep >= sweepInterval) {
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
         return holder;
@@ -803,7 +797,7 @@ final class ThreadCache {
         }
         largeKeptFilled = true;
         holder.kept = true;
-        if (++operationsSinceSweep >= sweepInterval) {
+        if (++operationsSinceSweep >= SWEEP_INTERVAL) {
             sweep();
         }
         return true;

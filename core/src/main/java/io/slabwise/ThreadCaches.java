@@ -188,23 +188,6 @@ final class ThreadCaches {
         return dedicatedAbove;
     }
 
-    /**
-     * Whether the pool is small: its arenas hold fewer than
-     * {@link PoolConfig#arenaSpreadBytes()} of chunks (never with a spread of
-     * 0). Thread caches then sweep more often. Any thread; a few volatile reads.
-     */
-    boolean small() {
-        long spread = config.arenaSpreadBytes();
-        if (spread == 0) {
-            return false;
-        }
-        long held = 0;
-        for (Arena arena : arenas) {
-            held += arena.heldChunks;
-        }
-        return held * config.chunkSize() < spread;
-    }
-
     /** The arena in use with the fewest bound threads, the first of them on a tie; under {@link #registryLock}. */
     private Arena leastBoundInUse() {
         int inUse = arenasInUse;

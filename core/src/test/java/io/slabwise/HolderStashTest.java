@@ -102,32 +102,6 @@ class HolderStashTest {
     }
 
     /**
-     * A sweep leaves the kept holders of a class in use filled (the next
-     * allocation would only fill a holder again), and turns those of a class
-     * unused since the last sweep into entries, which the sweep after frees.
-     */
-    @Test
-    void sweepsKeepTheHoldersOfAClassInUseAndFreeTheUnusedOnes() {
-        Allocation idle = pool.allocateStashed(pool.defaultCategory(), 5000, false);
-        int idleReserved = idle.reservedBytes();
-        pool.free(idle); // kept, then never used again
-        Allocation busy = pool.allocateStashed(pool.defaultCategory(), 100, false);
-        pool.free(busy);
-        for (int sweep = 0; sweep < 3; sweep++) {
-            for (int i = 0; i < ThreadCache.SWEEP_INTERVAL; i++) { // past a sweep, whatever the interval
-                Allocation again = pool.allocateStashed(pool.defaultCategory(), 100, false);
-                assertSame(busy, again, "the class in use keeps its filled holder across sweeps");
-                pool.free(again);
-            }
-        }
-        assertEquals(1, own().stashedHolders(), "the unused class's holder went blank into the stash");
-        assertFalse(idle.isLive());
-        assertEquals(0, idle.requestedBytes());
-        PoolStats stats = pool.stats();
-        assertTrue(stats.cachedBytes() < idleReserved, "and its memory left the cache: " + stats.report());
-    }
-
-    /**
      * Above the cached sizes (64 KiB) and up to the dedicated threshold (128
      * KiB with 1 MiB chunks), a run is fitted to whole pages; released on its
      * thread, its holder stays filled in the large slot for the next request

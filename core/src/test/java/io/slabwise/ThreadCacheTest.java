@@ -142,40 +142,6 @@ class ThreadCacheTest {
     }
 
     /**
-     * A new cache sweeps after {@link ThreadCache#SMALL_POOL_SWEEP_INTERVAL}
-     * operations; while the pool is small (its chunks under the arena spread),
-     * each sweep sets the next one as far away: entries unused for two of
-     * those go back. In a pool past it (a spread of 0 here) the next sweep is
-     * {@link ThreadCache#SWEEP_INTERVAL} away.
-     */
-    @Test
-    void aSmallPoolsCachesSweepMoreOften() {
-        for (boolean small : new boolean[] {true, false}) {
-            MemoryPool pool = new MemoryPool(MemoryPoolTest.config().arenas(1).arenaSpreadBytes(small ? 32L << 20 : 0).build());
-            Allocation a = new Allocation();
-            // up to a new cache's first sweep, which picks the interval to the next
-            for (int i = 0; i < ThreadCache.SMALL_POOL_SWEEP_INTERVAL / 2; i++) {
-                pool.allocate(16, a);
-                pool.free(a);
-            }
-            freeMany(pool, 10, 1024);
-            ThreadCache cache = ownCache(pool);
-            long filled = cache.cachedBytes();
-            assertTrue(filled >= 10 * 1024);
-            for (int i = 0; i < ThreadCache.SMALL_POOL_SWEEP_INTERVAL; i++) { // two small pool intervals
-                pool.allocate(16, a);
-                pool.free(a);
-            }
-            if (small) {
-                assertTrue(cache.cachedBytes() <= 16 * ClassStack.REFILL_BATCH, "swept twice: " + cache.cachedBytes());
-            } else {
-                assertTrue(cache.cachedBytes() >= filled, "not swept yet: " + cache.cachedBytes());
-            }
-            pool.close();
-        }
-    }
-
-    /**
      * Memory of another arena is never cached: a thread bound to one arena
      * that frees memory of another hands it over through that arena's queue,
      * and the next snapshot finds it back in its arena.
