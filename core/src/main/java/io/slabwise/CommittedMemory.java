@@ -137,6 +137,16 @@ final class CommittedMemory {
     }
 
     /**
+     * Whether malloc serves a region of {@code size} bytes from an arena, where
+     * it may stay resident once freed: the direct source on glibc without
+     * {@code MALLOC_MMAP_THRESHOLD_}, under a group's size (glibc maps and
+     * unmaps larger ones itself).
+     */
+    private boolean fromMallocArena(int size) {
+        return mallocKeepsFreed && size < RegionGroups.GROUP_SIZE;
+    }
+
+    /**
      * Whether a region on its own went back to malloc, where it may stay
      * resident, since the last call; clears the mark. The pool then asks for
      * a {@link NativeHeap#trim()}.
@@ -303,9 +313,8 @@ final class CommittedMemory {
     private NativeRegion takeCommitted(int size) {
         NativeRegion region;
         try {
-            // what malloc keeps of a region under a group's size stays in the arena of the thread that took it
-            region = mallocKeepsFreed && size < RegionGroups.GROUP_SIZE ? MallocArenaThread.allocate(source, size)
-                    : source.allocate(size);
+            // what malloc keeps of such a region stays in the arena of the thread that took it
+            region = fromMallocArena(size) ? MallocArenaThread.allocate(source, size) : source.allocate(size);
         } catch (RuntimeException | Error e) {
             limit.uncommit(size);
             throw e;
@@ -343,7 +352,7 @@ final class CommittedMemory {
             fromSource.remove(region);
             source.release(region);
             limit.uncommit(region.size());
-            if (mallocKeepsFreed && region.size() < RegionGroups.GROUP_SIZE) { // glibc unmaps larger ones itself
+            if (fromMallocArena(region.size())) {
                 freedToMalloc.set(true);
             }
             if (held != null && held.budgeted()) {

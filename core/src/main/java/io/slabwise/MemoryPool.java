@@ -423,7 +423,7 @@ public final class MemoryPool implements AutoCloseable {
      */
     public int reservedSizeFor(int requested) {
         checkRequest(requested);
-        return requested > fittedAbove ? roundToPage(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
+        return requested > fittedAbove ? sizes.pageRound(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
     }
 
     /**
@@ -530,7 +530,7 @@ public final class MemoryPool implements AutoCloseable {
     private int tryGeneral(Category category, int requested, Allocation out, boolean pastCache) {
         boolean huge = requested > dedicatedAbove;
         int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
-        int reserved = huge || requested > fittedAbove ? roundToPage(requested) : sizes.size(sizeIndex);
+        int reserved = huge || requested > fittedAbove ? sizes.pageRound(requested) : sizes.size(sizeIndex);
         if (!category.admit(reserved)) {
             return Attempt.QUOTA;
         }
@@ -699,7 +699,7 @@ public final class MemoryPool implements AutoCloseable {
         // in place while a request of the new size would reserve just as much (the same class, or the same pages)
         boolean dedicatedSize = newRequested > dedicatedAbove;
         boolean fits = dedicatedSize
-                ? DedicatedRegions.fits(allocation.reserved, roundToPage(newRequested)) // as a reused region would
+                ? DedicatedRegions.fits(allocation.reserved, sizes.pageRound(newRequested)) // as a reused region would
                 : reservedSizeFor(newRequested) == allocation.reserved;
         if (dedicatedSize != allocation.chunk.huge || !fits) {
             return false; // a run stays a run of its class (or pages), a dedicated region serves what it could be reused for
@@ -751,10 +751,6 @@ public final class MemoryPool implements AutoCloseable {
             return; // still counted, as in a slot (see DedicatedRegions); a trim or close() asks the owner to flush it
         }
         dedicated.giveBack(chunk); // straight back once the pool is closed
-    }
-
-    private int roundToPage(int size) {
-        return sizes.pageRound(size);
     }
 
     private void checkRequest(int requested) {

@@ -51,8 +51,6 @@ final class NativeHeap {
     private static final Object LOCK = new Object();
     /** Set once the command turned out to be missing; guarded by {@link #LOCK}. */
     private static boolean missing;
-    /** Trims done in this process; guarded by {@link #LOCK}. */
-    private static long trims;
 
     private NativeHeap() {
     }
@@ -88,15 +86,7 @@ final class NativeHeap {
                         + " stay resident (set MALLOC_MMAP_THRESHOLD_=131072 to avoid it)", e);
                 return -1;
             }
-            trims++;
             return givenBack(report);
-        }
-    }
-
-    /** Trims done in this process so far. */
-    static long trims() {
-        synchronized (LOCK) {
-            return trims;
         }
     }
 

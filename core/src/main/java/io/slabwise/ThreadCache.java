@@ -489,12 +489,17 @@ final class ThreadCache {
      * Owner thread.
      */
     boolean keepDedicated(Chunk chunk) {
-        int size = chunk.chunkSize();
-        if (shared || dedicatedSlot != null || flushRequested || size > LARGE_SLOT_LIMIT || size > sizes.chunkSize()) {
+        if (shared || dedicatedSlot != null || flushRequested || !slotTakes(chunk)) {
             return false;
         }
         dedicatedSlot = chunk;
         return true;
+    }
+
+    /** Whether the dedicated slot may keep {@code region}: up to {@link #LARGE_SLOT_LIMIT} and a chunk. */
+    private boolean slotTakes(Chunk region) {
+        int size = region.chunkSize();
+        return size <= LARGE_SLOT_LIMIT && size <= sizes.chunkSize();
     }
 
     /**
@@ -504,9 +509,7 @@ final class ThreadCache {
      * with no limit in the way (see {@link Admission#admitsFreely}).
      */
     boolean keepDedicatedFilled(Allocation holder) {
-        int size = holder.chunk.chunkSize();
-        if (shared || flushRequested || dedicatedSlot != null || dedicatedKeptFilled || size > LARGE_SLOT_LIMIT
-                || size > sizes.chunkSize()) {
+        if (shared || flushRequested || dedicatedSlot != null || dedicatedKeptFilled || !slotTakes(holder.chunk)) {
             return false;
         }
         if (dedicatedKept != holder) {

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -21,6 +22,9 @@ import java.util.concurrent.atomic.AtomicReference;
 public final class PoolLifetimesResidentMain {
 
     private static final int[] SIZES = {8 * 1024, 100_000, 600 * 1024, 1024 * 1024, 3 * 1024 * 1024 + 5000};
+
+    /** Native heap trims the lifetimes' pools made, summed. */
+    private static final AtomicLong TRIMS = new AtomicLong();
 
     private PoolLifetimesResidentMain() {
     }
@@ -42,13 +46,14 @@ public final class PoolLifetimesResidentMain {
             }
             out.append(residentBytes()).append(' ');
         }
-        out.append(NativeHeap.trims()).append(' ').append(jdk.jfr.FlightRecorder.isInitialized());
+        out.append(TRIMS.get()).append(' ').append(jdk.jfr.FlightRecorder.isInitialized());
         System.out.println(out);
     }
 
     private static void live(long seed, long peakBytes) {
         Random random = new Random(seed);
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().build())) {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().build());
+        try {
             List<Allocation> live = new ArrayList<>();
             long held = 0;
             while (held < peakBytes) {
@@ -73,6 +78,9 @@ public final class PoolLifetimesResidentMain {
                 pool.free(a);
             }
             pool.trim();
+        } finally {
+            pool.close();
+            TRIMS.addAndGet(pool.nativeHeapTrims()); // its trim() and its close()
         }
     }
 
