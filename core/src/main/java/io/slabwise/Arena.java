@@ -37,6 +37,13 @@ import java.util.function.LongConsumer;
  * the requested, against 1.15 oldest first (1.38 against 1.26 when entries
  * are evicted at random).
  *
+ * <h2>Chunk sizes</h2>
+ * An arena's first chunks are small ({@code firstChunkSize}, 256 KiB by
+ * default) and each new chunk grows with what the arena holds up to the
+ * pool's chunk size ({@link #newChunkSize}); a run always gets a chunk it
+ * fits. Chunks of every size live side by side in the oldest-first order, so
+ * the small first chunks are the first to be refilled.
+ *
  * <h2>Small sizes</h2>
  * For each small size class the arena keeps a doubly linked list of subpages
  * that have a free element. A subpage that becomes empty gives its run back to
@@ -60,6 +67,14 @@ final class Arena {
      */
     static final int DRAIN_BATCH = 256;
 
+    /**
+     * A new chunk is at most 1/GROWTH of what the arena holds (see
+     * {@link #newChunkSize}): with 256 KiB first chunks and 4 MiB chunks,
+     * an arena takes 256 KiB chunks up to 4 MiB, 512 KiB ones up to 8 MiB,
+     * and so on to whole chunks from 32 MiB.
+     */
+    static final int GROWTH = 8;
+
     /** Where chunks come from and go back to. */
     private final CommittedMemory committed;
     /** Times how long chunks stay idle. */
@@ -68,6 +83,8 @@ final class Arena {
     final SizeClasses sizes;
     private final int pageShift;
     private final int maxIdleChunks;
+    /** The size of this arena's first chunks; see {@link #newChunkSize}. */
+    private final int firstChunkSize;
 
     /**
      * Chunks by id; ids of released chunks are reused. Written under the lock;
@@ -79,8 +96,8 @@ final class Arena {
     private volatile Chunk[] chunksById = new Chunk[16];
     private final List<Chunk> chunks = new ArrayList<>();
     private int idleChunks;
-    /** Chunks this arena holds, idle ones included; written under the lock, read by any thread. */
-    volatile int heldChunks;
+    /** Bytes of the chunks this arena holds, idle ones included; written under the lock, read by any thread. */
+    volatile long heldBytes;
     private final Subpage[] subpageHeads;
     final RemoteFreeQueue remoteFrees;
     /** Where a drain of {@link #remoteFrees} puts each entry: the queue sees a consumer, not the arena. */
@@ -105,8 +122,19 @@ final class Arena {
     private long chunksAllocated;
     private long chunksReleased;
 
+    /** An arena whose chunks are all of the pool's chunk size. */
     Arena(CommittedMemory committed, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity, Ticker ticker) {
+        this(committed, index, sizes, sizes.chunkSize(), maxIdleChunks, remoteQueueCapacity, ticker);
+    }
+
+    /**
+     * An arena whose first chunks are {@code firstChunkSize} bytes and whose
+     * later ones grow with it up to the pool's chunk size ({@link #newChunkSize}).
+     */
+    Arena(CommittedMemory committed, int index, SizeClasses sizes, int firstChunkSize, int maxIdleChunks,
+          int remoteQueueCapacity, Ticker ticker) {
         this.committed = committed;
+        this.firstChunkSize = firstChunkSize;
         this.ticker = ticker;
         this.index = index;
         this.sizes = sizes;
@@ -407,14 +435,34 @@ final class Arena {
             }
         }
         if (best == null) {
-            best = newChunk();
+            best = newChunk(runPages);
         } else if (best.isEmpty()) {
             idleChunks--;
         }
         return best;
     }
 
-    private Chunk newChunk() {
+    /**
+     * The size of the next chunk, one that holds a run of {@code runPages}:
+     * the largest power of two at most 1/{@link #GROWTH} of the bytes the
+     * arena holds, from {@link #firstChunkSize} up to the pool's chunk size.
+     * A small arena thus grows by small steps and a large one by whole
+     * chunks, and what its newest chunk leaves unused stays a small share of
+     * what it holds (a pool of a few MiB of buffers does not commit a 4 MiB
+     * chunk per step).
+     */
+    private int newChunkSize(int runPages) {
+        int chunkSize = sizes.chunkSize();
+        long share = Math.min(chunkSize, heldBytes / GROWTH);
+        int size = Math.max(firstChunkSize, (int) Long.highestOneBit(share));
+        long needed = (long) runPages << pageShift;
+        while (size < needed) {
+            size <<= 1;
+        }
+        return Math.min(size, chunkSize);
+    }
+
+    private Chunk newChunk(int runPages) {
         int id = 0;
         while (id < chunksById.length && chunksById[id] != null) {
             id++;
@@ -422,11 +470,11 @@ final class Arena {
         if (id == chunksById.length) {
             chunksById = java.util.Arrays.copyOf(chunksById, id * 2);
         }
-        NativeRegion region = committed.commit(sizes.chunkSize(), CommittedMemory.RegionKind.CHUNK);
+        NativeRegion region = committed.commit(newChunkSize(runPages), CommittedMemory.RegionKind.CHUNK);
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         chunks.add(chunk);
-        heldChunks = chunks.size();
+        heldBytes += chunk.chunkSize();
         chunksAllocated++;
         grew = true;
         return chunk;
@@ -437,7 +485,7 @@ final class Arena {
             committed.evacuating(chunk.region, false); // while the region is still held, to find its group
         }
         chunks.remove(chunk);
-        heldChunks = chunks.size();
+        heldBytes -= chunk.chunkSize();
         chunksById[chunk.id] = null;
         idleChunks--;
         chunksReleased++;
@@ -450,9 +498,9 @@ final class Arena {
      * {@code keep} most recently idle ones.
      * Empty subpages give their runs back first, so their chunks can go too.
      *
-     * @return the number of chunks given back
+     * @return the chunks given back and their bytes, as {@code {chunks, bytes}}
      */
-    synchronized int trim(long idleNanos, int keep) {
+    synchronized long[] trim(long idleNanos, int keep) {
         drainRemoteFrees(remoteFrees.capacity()); // all a quiet queue holds, so frees handed over can make chunks idle
         releaseEmptySubpages();
         long now = ticker.read();
@@ -463,13 +511,14 @@ final class Arena {
             }
         }
         idle.sort((a, b) -> Long.compare(b.idleSinceNanos, a.idleSinceNanos)); // most recently idle first
-        int released = 0;
+        long[] released = new long[2];
         for (int i = keep; i < idle.size(); i++) {
             Chunk chunk = idle.get(i);
             // beyond maxIdleChunks they go whatever their age (empty subpages released above may add some)
             if (now - chunk.idleSinceNanos >= idleNanos || i >= maxIdleChunks) {
                 releaseChunk(chunk);
-                released++;
+                released[0]++;
+                released[1] += chunk.chunkSize();
             }
         }
         return released;
@@ -477,7 +526,8 @@ final class Arena {
 
     /**
      * Adds to {@code out} the chunks of this arena that hold something but at
-     * most {@code maxUsedBytes} (handed out to buffers or thread caches),
+     * most {@code maxOccupancy} of their size (handed out to buffers or thread
+     * caches; chunks differ in size, see {@link #newChunkSize}),
      * after applying the frees other threads handed over; for a compaction
      * to choose from; never a chunk lent whole to a sequential allocator.
      * Idle chunks too with {@code idleToo}: with region groups, an idle chunk
@@ -485,12 +535,12 @@ final class Arena {
      *
      * @return the free bytes of all this arena's chunks, idle ones included
      */
-    synchronized long sparseChunks(long maxUsedBytes, boolean idleToo, List<Chunk> out) {
+    synchronized long sparseChunks(double maxOccupancy, boolean idleToo, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
         long free = 0;
         for (Chunk chunk : chunks) {
             free += chunk.chunkSize() - chunk.usedBytes;
-            if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxUsedBytes && !chunk.lentWhole) {
+            if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
                 out.add(chunk);
             }
         }
@@ -598,6 +648,6 @@ final class Arena {
             usedPercent[i] = chunk.usedBytes == 0 ? 0 : (int) Math.max(1, chunk.usedBytes * 100 / chunk.chunkSize());
         }
         return new ArenaSnapshot(index, boundThreads.get(), chunkCount, idleChunks, usedBytes,
-                (long) chunkCount * sizes.chunkSize(), chunksAllocated, chunksReleased, usedPercent);
+                heldBytes, chunksAllocated, chunksReleased, usedPercent);
     }
 }

@@ -2,8 +2,10 @@ package io.slabwise;
 
 
 /**
- * A fixed-size block of native memory cut into pages, handed out as runs of
- * contiguous pages. Every method runs under the owning {@link Arena}'s lock.
+ * A block of native memory cut into pages, handed out as runs of contiguous
+ * pages; its size, a power of two, is fixed when its arena takes it (an
+ * arena's first chunks are smaller than the pool's chunk size). Every method
+ * runs under the owning {@link Arena}'s lock.
  *
  * <h2>Free runs</h2>
  * Free space is kept as maximal runs of free pages; two free runs are never

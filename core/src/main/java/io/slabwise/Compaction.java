@@ -320,13 +320,14 @@ final class Compaction {
             Map<RegionGroups.Group, List<ArenaChunk>> byGroup = new HashMap<>();
             // with region groups every chunk (but those lent whole to a sequential allocator), idle ones
             // included: an idle chunk kept for reuse would keep its group from emptying
-            long maxUsedConsidered = grouped ? chunkSize : maxUsedInChunk;
+            double occupancyConsidered = grouped ? 1 : maxOccupancy;
             for (Arena arena : arenas) {
                 List<Chunk> chunks = new ArrayList<>();
-                general.free += arena.sparseChunks(maxUsedConsidered, grouped, chunks);
-                for (Chunk chunk : chunks) {
-                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped, maxUsedConsidered);
-                    if (victim.usedBytes <= maxUsedInChunk && !fruitless(chunk, victim.usedBytes)) {
+                general.free += arena.sparseChunks(occupancyConsidered, grouped, chunks);
+                for (Chunk chunk : chunks) { // an arena's first chunks are smaller than the rest
+                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped,
+                            (long) (occupancyConsidered * chunk.chunkSize()));
+                    if (victim.usedBytes <= maxOccupancy * chunk.chunkSize() && !fruitless(chunk, victim.usedBytes)) {
                         candidates.add(victim);
                     } else if (grouped) {
                         victim.sortKey = -1; // dense: a candidate only with the whole of its group
@@ -395,16 +396,17 @@ final class Compaction {
      */
     private void chooseWholeGroups(Map<RegionGroups.Group, List<ArenaChunk>> byGroup, double maxOccupancy,
                                    List<Victim> candidates) {
-        int unitsPerChunk = chunkSize / RegionGroups.UNIT;
         for (Map.Entry<RegionGroups.Group, List<ArenaChunk>> entry : byGroup.entrySet()) {
             List<ArenaChunk> members = entry.getValue();
             long used = 0;
+            long units = 0;
             boolean fruitlessMember = false;
             for (ArenaChunk member : members) {
                 used += member.usedBytes;
+                units += RegionGroups.unitsFor(member.chunk.chunkSize());
                 fruitlessMember |= fruitless(member.chunk, member.usedBytes);
             }
-            boolean whole = (long) members.size() * unitsPerChunk == committed.carvedUnits(entry.getKey());
+            boolean whole = units == committed.carvedUnits(entry.getKey());
             if (!whole || fruitlessMember || used > maxOccupancy * RegionGroups.GROUP_SIZE) {
                 continue;
             }

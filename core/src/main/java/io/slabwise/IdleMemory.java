@@ -111,7 +111,7 @@ final class IdleMemory {
         reclaimCaches();
         releaseCacheAllocatorsIdle(given);
         for (Arena arena : arenas) {
-            given.chunks(arena.trim(0, 0));
+            given.regions(arena.trim(0, 0));
         }
         given.regions(dedicated.release(0));
         if (closing) {
@@ -144,7 +144,7 @@ final class IdleMemory {
 
     private void trimArenas(long idleNanos, int keep, GivenBack given) {
         for (Arena arena : arenas) {
-            given.chunks(arena.trim(idleNanos, keep));
+            given.regions(arena.trim(idleNanos, keep));
             keep = Math.max(0, keep - arena.idleChunkCount());
         }
     }
@@ -156,12 +156,7 @@ final class IdleMemory {
         /** Resident bytes a native heap trim gave back; -1 when none was made. */
         private long nativeTrimmed = -1;
 
-        void chunks(int count) {
-            regions += count;
-            bytes += (long) count * config.chunkSize();
-        }
-
-        /** Dedicated regions given back, as {@code {regions, bytes}}. */
+        /** Chunks or dedicated regions given back, as {@code {regions, bytes}}. */
         void regions(long[] countAndBytes) {
             regions += (int) countAndBytes[0];
             bytes += countAndBytes[1];

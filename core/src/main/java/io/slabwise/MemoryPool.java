@@ -122,7 +122,7 @@ public final class MemoryPool implements AutoCloseable {
         this.dedicated = new DedicatedRegions(committed, config.ticker(), config.chunkSize());
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
-            arenas[i] = new Arena(committed, i, sizes, config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
+            arenas[i] = new Arena(committed, i, sizes, config.firstChunkSize(), config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
         this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated, fittedAbove, dedicatedAbove);

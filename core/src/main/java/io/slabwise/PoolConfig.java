@@ -15,6 +15,8 @@ import java.util.function.BooleanSupplier;
  *   <caption>Settings</caption>
  *   <tr><th>setting</th><th>system property</th><th>default</th></tr>
  *   <tr><td>chunk size</td><td>{@code slabwise.chunkSize}</td><td>4 MiB (a power of two, 64 KiB to 256 MiB)</td></tr>
+ *   <tr><td>size of an arena's first chunks</td><td>{@code slabwise.firstChunkSize}</td><td>256 KiB, or the chunk
+ *       size when smaller (the chunk size gives every chunk one size)</td></tr>
  *   <tr><td>arenas</td><td>{@code slabwise.arenas}</td><td>2 x available processors</td></tr>
  *   <tr><td>arena chunk bytes per arena in use</td><td>{@code slabwise.arenaSpreadBytes}</td><td>32 MiB (0 spreads threads
  *       over every arena from the start)</td></tr>
@@ -46,6 +48,7 @@ public final class PoolConfig {
     static final int MAX_CHUNK_SIZE = 256 * 1024 * 1024;
 
     private final int chunkSize;
+    private final int firstChunkSize;
     private final int arenas;
     private final long arenaSpreadBytes;
     private final long compactionBytesPerSecond;
@@ -78,6 +81,8 @@ public final class PoolConfig {
         this.minIdleChunks = b.minIdleChunks;
         this.waitAllowed = b.waitAllowed;
         this.chunkSize = b.chunkSize;
+        this.firstChunkSize = b.firstChunkSize == Settings.DEFAULT_FIRST_CHUNK
+                ? Math.min(Settings.FIRST_CHUNK_SIZE, b.chunkSize) : b.firstChunkSize;
         this.arenas = b.arenas;
         this.arenaSpreadBytes = b.arenaSpreadBytes;
         this.compactionBytesPerSecond = b.compactionBytesPerSecond;
@@ -106,6 +111,14 @@ public final class PoolConfig {
     /** The chunk size in bytes. */
     public int chunkSize() {
         return chunkSize;
+    }
+
+    /**
+     * The size of an arena's first chunks, in bytes; later ones grow with the
+     * arena up to {@link #chunkSize()}. See {@link Settings#firstChunkSize(int)}.
+     */
+    public int firstChunkSize() {
+        return firstChunkSize;
     }
 
     /** The page size in bytes (always {@link #PAGE_SIZE}). */
@@ -234,7 +247,8 @@ public final class PoolConfig {
 
     @Override
     public String toString() {
-        return "PoolConfig(chunkSize=" + chunkSize + ", maxMemory=" + (maxMemory == Long.MAX_VALUE ? "none" : maxMemory)
+        return "PoolConfig(chunkSize=" + chunkSize + ", firstChunkSize=" + firstChunkSize
+                + ", maxMemory=" + (maxMemory == Long.MAX_VALUE ? "none" : maxMemory)
                 + ", limitPolicy=" + limitPolicy + ", quotas=" + quotas + ", idleChunkDecay=" + idleChunkDecay
                 + ", arenas=" + arenas + ", arenaSpreadBytes=" + arenaSpreadBytes
                 + ", compactionBytesPerSecond=" + compactionBytesPerSecond + ", dedicatedAbove=" + dedicatedAbove
@@ -278,8 +292,13 @@ public final class PoolConfig {
         private static final long UNSET = Long.MIN_VALUE;
         /** The default of {@link #dedicatedAbove(int)}: an eighth of the chunk size, whatever it ends up being. */
         private static final int DEFAULT_DEDICATED = -1;
+        /** The default of {@link #firstChunkSize(int)}: {@link #FIRST_CHUNK_SIZE}, or the chunk size when smaller. */
+        private static final int DEFAULT_FIRST_CHUNK = -1;
+        private static final int FIRST_CHUNK_SIZE = 256 * 1024;
 
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
+        /** {@link #DEFAULT_FIRST_CHUNK} until a system property or {@link #firstChunkSize(int)} sets it. */
+        private int firstChunkSize = intProperty("slabwise.firstChunkSize", DEFAULT_FIRST_CHUNK);
         private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
         private long arenaSpreadBytes = longProperty("slabwise.arenaSpreadBytes", 32L * 1024 * 1024);
         private long compactionBytesPerSecond = longProperty("slabwise.compactionBytesPerSecond", 0);
@@ -314,12 +333,33 @@ public final class PoolConfig {
 
         /** The chunk size: a power of two from 64 KiB to 256 MiB. */
         public B chunkSize(int bytes) {
+            this.chunkSize = requireChunkSize("chunkSize", bytes);
+            return self();
+        }
+
+        /**
+         * The size of an arena's first chunks: a power of two from 64 KiB to
+         * the chunk size (which it must not exceed). Each chunk an arena takes
+         * after them is the largest power of two at most an eighth of the bytes
+         * the arena holds, between this size and the chunk size: with the
+         * defaults an arena takes 256 KiB chunks while it holds under 4 MiB,
+         * then 512 KiB, 1 MiB and 2 MiB ones up to 8, 16 and 32 MiB, and 4 MiB
+         * ones from then on (a run or whole chunk larger than that gets a chunk
+         * it fits). A small pool thus commits memory in small steps, and a
+         * large one by whole chunks as before. The chunk size itself gives
+         * every chunk one size.
+         */
+        public B firstChunkSize(int bytes) {
+            this.firstChunkSize = requireChunkSize("firstChunkSize", bytes);
+            return self();
+        }
+
+        private static int requireChunkSize(String name, int bytes) {
             if (bytes < MIN_CHUNK_SIZE || bytes > MAX_CHUNK_SIZE || Integer.bitCount(bytes) != 1) {
-                throw new IllegalArgumentException("chunkSize must be a power of two from " + MIN_CHUNK_SIZE
+                throw new IllegalArgumentException(name + " must be a power of two from " + MIN_CHUNK_SIZE
                         + " to " + MAX_CHUNK_SIZE + ": " + bytes);
             }
-            this.chunkSize = bytes;
-            return self();
+            return bytes;
         }
 
         /** The number of arenas, at least 1. */
@@ -545,6 +585,13 @@ public final class PoolConfig {
          */
         protected final PoolConfig buildConfig() {
             chunkSize(chunkSize);
+            if (firstChunkSize != DEFAULT_FIRST_CHUNK) {
+                firstChunkSize(firstChunkSize);
+                if (firstChunkSize > chunkSize) {
+                    throw new IllegalArgumentException("firstChunkSize (" + firstChunkSize
+                            + " bytes) must not exceed the chunk size (" + chunkSize + " bytes)");
+                }
+            }
             arenas(arenas);
             arenaSpreadBytes(arenaSpreadBytes);
             compactionBytesPerSecond(compactionBytesPerSecond);

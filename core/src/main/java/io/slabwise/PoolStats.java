@@ -157,6 +157,19 @@ public final class PoolStats {
         return n;
     }
 
+    /**
+     * Bytes of the pooled chunks, idle ones included (huge regions and blocks
+     * excluded). Chunks differ in size (an arena's first ones are smaller than
+     * {@link #chunkSize()}), so this is not {@code chunks() * chunkSize()}.
+     */
+    public long chunkBytes() {
+        long bytes = 0;
+        for (ArenaSnapshot a : arenas) {
+            bytes += a.chunkBytes();
+        }
+        return bytes;
+    }
+
     /** Chunks with nothing allocated, kept for reuse. */
     public int idleChunks() {
         int n = 0;
@@ -207,7 +220,7 @@ public final class PoolStats {
         return arenas.length;
     }
 
-    /** The chunk size in bytes. */
+    /** The chunk size in bytes: that of every chunk once an arena has grown (see {@link PoolConfig#firstChunkSize()}). */
     public int chunkSize() {
         return chunkSize;
     }

@@ -194,10 +194,10 @@ final class ThreadCaches {
         if (inUse < arenas.length) {
             long held = 0;
             for (Arena arena : arenas) {
-                held += arena.heldChunks;
+                held += arena.heldBytes;
             }
             long spread = config.arenaSpreadBytes();
-            long wanted = 1 + held * config.chunkSize() / spread;
+            long wanted = 1 + held / spread;
             if (wanted > inUse) {
                 inUse = (int) Math.min(arenas.length, wanted);
                 arenasInUse = inUse;

@@ -35,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BlockPoolTest {
 
     private static final int KIB = 1024;
+    /** Every chunk of this size ({@code firstChunkSize} too): the tests count pages and bytes per chunk. */
     private static final int CHUNK = 1 << 20;
     private static final int BLOCK = 1 << 20;
     private static final int SUB = BLOCK / 16;
@@ -43,7 +44,7 @@ class BlockPoolTest {
     private static final int SMALL_SUB = SMALL_BLOCK / 16;
     private static final int SMALL_MINI = SMALL_SUB / 32;
 
-    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).arenaSpreadBytes(0).build());
+    private final MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(2).arenaSpreadBytes(0).build());
     private final BlockPool blocks = pool.blocks("block_cache");
     private final BlockPool small = pool.blocks("small_blocks", SMALL_BLOCK, 2);
 
@@ -136,7 +137,7 @@ class BlockPoolTest {
         }
         assertEquals(blockBytes, stats.blockRegionBytes(), stats::report);
         long regionBytes = PoolMemory.regionBytes(pool);
-        assertEquals((long) stats.chunks() * stats.chunkSize() + stats.hugeCommittedBytes() + stats.blockRegionBytes(),
+        assertEquals(stats.chunkBytes() + stats.hugeCommittedBytes() + stats.blockRegionBytes(),
                 regionBytes, stats::report);
         assertTrue(stats.committedBytes() >= regionBytes, stats::report);
     }
@@ -470,7 +471,7 @@ class BlockPoolTest {
 
     /** A pool of 1 MiB chunks and blocks that keeps at most {@code maxIdleBlocks} idle blocks per block pool. */
     private static MemoryPool poolKeeping(int maxIdleBlocks, Duration decay) {
-        return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxIdleBlocks(maxIdleBlocks)
+        return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxIdleBlocks(maxIdleBlocks)
                 .idleChunkDecay(decay).build());
     }
 
@@ -627,7 +628,7 @@ class BlockPoolTest {
     @Test
     void decayGivesBackBlocksIdleLongerThanTheDecayTime() {
         ManualTime time = new ManualTime();
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxIdleBlocks(4)
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxIdleBlocks(4)
                 .idleChunkDecay(Duration.ofMinutes(1)).ticker(time).scheduler(time).build());
         BlockPool blocks = pool.blocks("block_cache", BLOCK, 1);
         blocks.allocate(2 * BLOCK).forEach(pool::free);
@@ -687,7 +688,7 @@ class BlockPoolTest {
      */
     @Test
     void atTheCeilingIdleBlocksAreGivenBackForOtherCategories() {
-        MemoryPool capped = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxIdleBlocks(4)
+        MemoryPool capped = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxIdleBlocks(4)
                 .idleChunkDecay(Duration.ofHours(1)).maxMemory(4L * BLOCK).limitPolicy(LimitPolicy.RETURN_NULL)
                 .categoryPolicy("log_cache", LimitPolicy.FAIL).build());
         BlockPool cache = capped.blocks("block_cache", BLOCK, 1);
@@ -751,7 +752,7 @@ class BlockPoolTest {
      */
     @Test
     void aWaitingPayloadDoesNotRetryOnItsOwnRollBacks() {
-        MemoryPool capped = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxIdleBlocks(0)
+        MemoryPool capped = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxIdleBlocks(0)
                 .maxMemory(4L * BLOCK).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofMillis(200)).build());
         BlockPool cache = capped.blocks("block_cache", BLOCK, 1);
         List<Allocation> held = cache.allocate(3 * BLOCK);

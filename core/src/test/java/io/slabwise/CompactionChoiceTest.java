@@ -27,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CompactionChoiceTest {
 
+    /** Every chunk of this size ({@code firstChunkSize} too): the tests count pages and bytes per chunk. */
     private static final int CHUNK = 1 << 20;
     private static final int PAGE = PoolConfig.PAGE_SIZE;
 
@@ -43,7 +44,7 @@ class CompactionChoiceTest {
 
     @Test
     void aZeroBudgetChoosesNothingAndCallsNoOwner() {
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
             MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
             List<Allocation> all = allocate(pool, pool.category("cache"), 2 * CHUNK / PAGE, PAGE);
@@ -67,7 +68,7 @@ class CompactionChoiceTest {
 
     @Test
     void twoOwnersAreEachCalledOnceAndTheirChunksEmpty() {
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
             MovingOwner cache = new MovingOwner(pool);
             MovingOwner log = new MovingOwner(pool);
             pool.setRelocator("cache", cache);
@@ -103,7 +104,7 @@ class CompactionChoiceTest {
     @Test
     void aSecondCompactionMovesNothingOnceNothingCanBeGivenBack() {
         ManualTime time = new ManualTime();
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time).scheduler(time)
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).ticker(time).scheduler(time)
                 .compactionBytesPerSecond(CHUNK).build())) {
             MovingOwner owner = new MovingOwner(pool);
             owner.entries.addAll(allocate(pool, pool.category("cache"), 8, 16 * 1024)); // one chunk, an eighth used
@@ -126,7 +127,7 @@ class CompactionChoiceTest {
     /** The same for a block pool: one sparse block is emptied into a new block by every compaction. */
     @Test
     void aSecondCompactionOfBlocksMovesNothingOnceNothingCanBeGivenBack() {
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build())) {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).build())) {
             BlockPool blocks = pool.blocks("blocks");
             List<List<Allocation>> kept = new ArrayList<>();
             kept.add(blocks.allocate(100_000));
@@ -162,7 +163,7 @@ class CompactionChoiceTest {
      */
     @Test
     void chunksWithNothingRelocatableDoNotUseUpTheBudget() {
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxCachedSize(0).build())) {
             Category network = pool.category("network");
             MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
@@ -204,7 +205,7 @@ class CompactionChoiceTest {
      */
     @Test
     void memoryCachedByTheCompactingThreadDoesNotHideASparseChunk() {
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).build())) {
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).build())) {
             MovingOwner owner = new MovingOwner(pool);
             pool.setRelocator("cache", owner);
             List<Allocation> all = allocate(pool, pool.category("cache"), 2 * CHUNK / (16 * 1024), 16 * 1024);
@@ -254,7 +255,7 @@ class CompactionChoiceTest {
     @Test
     void aChunkLentWholeAfterTheChoiceIsNotMarked() throws Exception {
         HookTicker ticker = new HookTicker();
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).arenaSpreadBytes(0)
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(2).arenaSpreadBytes(0)
                 .maxCachedSize(0).ticker(ticker).build())) {
             Category cache = pool.category("cache");
             SequentialAllocator log = pool.sequential("cache", 1, CHUNK);

@@ -22,10 +22,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CompactionTest {
 
+    /** Every chunk of this size ({@code firstChunkSize} too): the tests count pages and bytes per chunk. */
     private static final int CHUNK = 1 << 20;
 
     private static MemoryPool pool() {
-        return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(2).build());
+        return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(2).build());
     }
 
     @Test
@@ -185,7 +186,7 @@ class CompactionTest {
     @Test
     void backgroundCompactionMovesNoMoreThanItsBudgetATick() {
         ManualTime time = new ManualTime();
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).ticker(time)
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).ticker(time)
                 .scheduler(time).compactionBytesPerSecond(64 * 1024).build())) {
             MovingOwner owner = fragmented(pool, "cache", 1024, 16); // 8 chunks, 8 runs (64 KiB) live in each
             time.runScheduled(); // no relocator yet: nothing happens
@@ -209,7 +210,7 @@ class CompactionTest {
 
     @Test
     void theCeilingCompactsBeforeRefusing() {
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1)
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1)
                 .maxMemory(8L * CHUNK).limitPolicy(LimitPolicy.RETURN_NULL).chunkSource(ChunkSource.direct()).build())) {
             MovingOwner owner = fragmented(pool, "cache", 1024, 16); // the ceiling's 8 chunks, each an eighth used
             Category other = pool.category("other");

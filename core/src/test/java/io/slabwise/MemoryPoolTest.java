@@ -29,8 +29,14 @@ class MemoryPoolTest {
     /** Above it a request gets a dedicated region: the default, an eighth of a chunk. */
     static final int DEDICATED_ABOVE = CHUNK / 8;
 
+    /** Chunks of one size ({@code firstChunkSize} too): the tests count pages and bytes per chunk. */
     static PoolConfig.Builder config() {
-        return PoolConfig.builder().chunkSize(CHUNK).chunkSource(ChunkSource.direct());
+        return config(CHUNK);
+    }
+
+    /** {@link #config()} with chunks of {@code chunkSize} bytes, every one. */
+    static PoolConfig.Builder config(int chunkSize) {
+        return PoolConfig.builder().chunkSize(chunkSize).firstChunkSize(chunkSize).chunkSource(ChunkSource.direct());
     }
 
     /**
@@ -418,7 +424,7 @@ class MemoryPoolTest {
     @Test
     void theSmallestChunkServesEverySizeClass() {
         int chunk = PoolConfig.MIN_CHUNK_SIZE;
-        MemoryPool pool = new MemoryPool(config().chunkSize(chunk).arenas(1).build());
+        MemoryPool pool = new MemoryPool(config(chunk).arenas(1).build());
         SizeClasses sizes = pool.sizes();
         List<Allocation> live = new ArrayList<>();
         Map<Allocation, Long> ids = new IdentityHashMap<>();
@@ -456,7 +462,7 @@ class MemoryPoolTest {
      */
     @Test
     void emptiedOneElementSubpagesGiveTheirRunsBack() {
-        MemoryPool pool = new MemoryPool(config().chunkSize(PoolConfig.MIN_CHUNK_SIZE).arenas(1).maxCachedSize(0).build());
+        MemoryPool pool = new MemoryPool(config(PoolConfig.MIN_CHUNK_SIZE).arenas(1).maxCachedSize(0).build());
         int index = SizeClasses.indexOf(61440);
         assertTrue(pool.sizes().isSmall(index));
         assertEquals(1, pool.sizes().subpageRunPages(index) * PAGE / 61440, "one element per subpage");
@@ -483,7 +489,7 @@ class MemoryPoolTest {
      */
     @Test
     void anEmptyLastSubpageDoesNotPinItsChunk() {
-        MemoryPool pool = new MemoryPool(config().chunkSize(PoolConfig.MIN_CHUNK_SIZE).arenas(1).maxCachedSize(0)
+        MemoryPool pool = new MemoryPool(config(PoolConfig.MIN_CHUNK_SIZE).arenas(1).maxCachedSize(0)
                 .maxIdleChunksPerArena(0).build());
         List<Allocation> small = new ArrayList<>();
         for (int size = 16; size <= 4096; size += size / 4) { // one buffer of each of many small classes

@@ -34,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PoolEventsTest {
 
     private static final int KIB = 1024;
+    /** Every chunk of this size ({@code firstChunkSize} too): the tests count pages and bytes per chunk. */
     private static final int CHUNK = 1 << 20;
     private static final List<String> EVENTS = List.of("io.slabwise.ChunkCommitted", "io.slabwise.ChunkReleased",
             "io.slabwise.LimitRefused", "io.slabwise.LimitWait", "io.slabwise.Trim", "io.slabwise.Compaction");
@@ -45,7 +46,7 @@ class PoolEventsTest {
 
     /** Runs up to a whole chunk, so that the events here are about chunks; dedicated regions have tests of their own. */
     private PoolConfig.Builder config() {
-        return PoolConfig.builder().chunkSize(CHUNK).arenas(1).maxCachedSize(0).ticker(time).scheduler(time)
+        return PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxCachedSize(0).ticker(time).scheduler(time)
                 .chunkSource(ChunkSource.direct()).dedicatedAbove(CHUNK);
     }
 

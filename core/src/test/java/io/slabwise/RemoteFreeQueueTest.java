@@ -163,7 +163,7 @@ class RemoteFreeQueueTest {
             assertEquals(used - (long) next * SMALL, usedBytes(arena), "every drained entry freed its element once");
         }
         assertEquals(0, usedBytes(arena));
-        assertEquals(1, arena.trim(0, 0), "the arena's one chunk is idle, its empty subpage given back");
+        assertEquals(1, arena.trim(0, 0)[0], "the arena's one chunk is idle, its empty subpage given back");
         assertEquals(0, pool.committedBytes());
     }
 

@@ -279,7 +279,7 @@ public class CompactionBenchmark {
             counters.residentTrimmed = ProcessMemory.residentBytes();
             if (slabwise != null) {
                 PoolStats stats = slabwise.stats();
-                counters.chunkBytesTrimmed = (long) stats.chunks() * stats.chunkSize() + stats.hugeCommittedBytes() + stats.hugeIdleBytes()
+                counters.chunkBytesTrimmed = stats.chunkBytes() + stats.hugeCommittedBytes() + stats.hugeIdleBytes()
                         + stats.blockRegionBytes();
             }
         }

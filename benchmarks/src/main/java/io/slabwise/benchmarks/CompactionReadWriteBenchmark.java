@@ -293,7 +293,7 @@ public class CompactionReadWriteBenchmark {
         m.committedBytes = committed();
         if (slabwise != null) {
             PoolStats stats = slabwise.stats();
-            m.chunkBytes = (long) stats.chunks() * stats.chunkSize() + stats.hugeCommittedBytes() + stats.hugeIdleBytes() + stats.blockRegionBytes();
+            m.chunkBytes = stats.chunkBytes() + stats.hugeCommittedBytes() + stats.hugeIdleBytes() + stats.blockRegionBytes();
         }
         m.residentBytes = ProcessMemory.residentBytes();
         m.liveBytes = cache.liveBytes();

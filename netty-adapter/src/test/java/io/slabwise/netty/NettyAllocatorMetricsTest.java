@@ -31,7 +31,7 @@ class NettyAllocatorMetricsTest {
         Gauge direct = registry.find("netty.allocator.memory.used").tag("memory.type", "direct").gauge();
         assertNotNull(direct);
         assertEquals(allocator.metric().usedDirectMemory(), direct.value(), 0.0);
-        assertTrue(direct.value() >= 1 << 20);
+        assertTrue(direct.value() >= 256 * 1024, "at least an arena's first chunk");
         buf.release();
     }
 

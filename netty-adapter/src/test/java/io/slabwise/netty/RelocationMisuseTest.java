@@ -35,10 +35,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class RelocationMisuseTest {
 
+    /** Every chunk of this size ({@code firstChunkSize} too): the tests count chunks. */
     private static final int CHUNK = 1 << 20;
     private static final int ENTRY = 16 * 1024;
 
-    private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(CHUNK).arenas(1).build();
+    private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).build();
     private final ByteBufAllocator cache = allocator.forCategory("cache");
     private final List<ByteBuf> entries = new ArrayList<>();
     private final List<Long> checksums = new ArrayList<>();

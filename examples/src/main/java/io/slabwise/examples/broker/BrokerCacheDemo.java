@@ -267,7 +267,7 @@ public final class BrokerCacheDemo {
 
     /** The bytes of the chunks and blocks the pool holds: what compaction gives back. */
     static long chunkAndBlockBytes(PoolStats pool) {
-        return (long) pool.chunks() * pool.chunkSize() + pool.blockRegionBytes();
+        return pool.chunkBytes() + pool.blockRegionBytes();
     }
 
     /** Whether every batch the partition caches starts with its offset. */
