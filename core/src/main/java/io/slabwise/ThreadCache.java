@@ -111,6 +111,12 @@ final class ThreadCache {
     Arena arena;
     /** The owning thread; null for a shared cache. */
     private final WeakReference<Thread> owner;
+    /**
+     * The owning thread's id, -1 for a shared cache: what {@link #isOwner}
+     * compares, cheaper than the weak reference. Thread ids come from a
+     * counter of the JVM and are never given to another thread.
+     */
+    private final long ownerId;
     /** A cache shared by virtual threads: no stacks, atomic counters only. */
     private final boolean shared;
     private final SizeClasses sizes;
@@ -174,6 +180,7 @@ final class ThreadCache {
         this.limit = limit;
         this.arena = arena;
         this.owner = owner == null ? null : new WeakReference<>(owner);
+        this.ownerId = owner == null ? -1 : ThreadCaches.idOf(owner);
         this.shared = shared;
         this.sizes = arena.sizes;
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
@@ -636,12 +643,12 @@ final class ThreadCache {
 
     /** Whether {@code thread} is this cache's owner. */
     boolean isOwner(Thread thread) {
-        return owner != null && owner.refersTo(thread);
+        return ownerId == ThreadCaches.idOf(thread);
     }
 
     /** Whether the calling thread is this cache's owner; cheaper than looking up the caller's own cache. */
     boolean isOwnerThread() {
-        return owner != null && owner.refersTo(Thread.currentThread());
+        return ownerId == ThreadCaches.idOf(Thread.currentThread());
     }
 
     /** Whether the owning thread has died; never true of a shared cache. */

@@ -144,6 +144,12 @@ final class ThreadCaches {
         return (int) thread.getId() & (BY_ID - 1);
     }
 
+    /** A thread's id: unique for the life of the JVM, never negative. */
+    @SuppressWarnings("deprecation") // Thread.getId: threadId() is Java 19+; both read the same final id
+    static long idOf(Thread thread) {
+        return thread.getId();
+    }
+
     /**
      * Binds the calling platform thread to the arena with the fewest bound
      * threads and gives it a cache. The choice and the count change together
