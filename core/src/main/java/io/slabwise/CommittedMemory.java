@@ -81,8 +81,15 @@ final class CommittedMemory {
         }
     }
 
-    /** Bytes of the regions a pool with groups may keep on their own (regions smaller than a group). */
-    static final long ALONE_BUDGET = 8L * 1024 * 1024;
+    /**
+     * Bytes of the regions a pool with groups may keep on their own (regions
+     * smaller than a group): a group's worth, so a pool of a few MiB of chunks
+     * (which grow from 256 KiB, see {@link Arena}) commits its chunks and not a
+     * 32 MiB group. What malloc keeps of such regions once they are given back
+     * is bounded by their one malloc arena and the native heap trim, not by
+     * this budget ({@link MallocArenaThread}, {@link NativeHeap}).
+     */
+    static final long ALONE_BUDGET = 32L * 1024 * 1024;
 
     private final ChunkSource source;
     private final MemoryLimit limit;

@@ -154,10 +154,11 @@ class CommittedMemoryGroupsTest {
     void theReclaimerGivesBackGroupsAndRegionsOnTheirOwnOnce() {
         CountingSource source = new CountingSource();
         CommittedMemory memory = new CommittedMemory(source, new MemoryLimit(Long.MAX_VALUE), true);
-        for (int i = 0; i < 10; i++) {
+        int alone = (int) (CommittedMemory.ALONE_BUDGET / CHUNK);
+        for (int i = 0; i < alone + 2; i++) {
             memory.commit(CHUNK, CommittedMemory.RegionKind.CHUNK);
         }
-        assertEquals(2 + 1, source.live.size(), "two regions on their own and one group");
+        assertEquals(alone + 1, source.live.size(), "the budget's regions on their own and one group");
         memory.reclaimerOnCollection().run();
         assertTrue(source.live.isEmpty());
         assertEquals(0, source.held.get());
@@ -169,7 +170,7 @@ class CommittedMemoryGroupsTest {
         CommittedMemory memory = new CommittedMemory(ChunkSource.direct(), new MemoryLimit(Long.MAX_VALUE), true);
         assertTrue(memory.grouped());
         List<NativeRegion> regions = new ArrayList<>();
-        for (int i = 0; i < 6; i++) {
+        for (long i = 0; i < CommittedMemory.ALONE_BUDGET / CHUNK + 2; i++) { // past the budget, into a group
             NativeRegion region = memory.commit(CHUNK, CommittedMemory.RegionKind.CHUNK);
             assertEquals(CHUNK, region.buffer().capacity());
             assertTrue(region.buffer().isDirect());

@@ -46,18 +46,24 @@ class NativeHeapTrimTest {
         assumeTrue(MallocWarning.glibcKeepsFreedChunks(), "glibc without MALLOC_MMAP_THRESHOLD_");
         CommittedMemory memory = new CommittedMemory(DirectChunkSource.INSTANCE, new MemoryLimit(Long.MAX_VALUE), true);
         int chunk = 4 * (int) MIB;
-        NativeRegion first = memory.commit(chunk, CommittedMemory.RegionKind.CHUNK);
-        NativeRegion second = memory.commit(chunk, CommittedMemory.RegionKind.CHUNK);
+        List<NativeRegion> alone = new ArrayList<>();
+        for (long i = 0; i < CommittedMemory.ALONE_BUDGET / chunk; i++) {
+            alone.add(memory.commit(chunk, CommittedMemory.RegionKind.CHUNK));
+        }
         NativeRegion grouped = memory.commit(chunk, CommittedMemory.RegionKind.CHUNK);
-        assertNull(memory.groupOf(first), "the first 8 MiB on their own");
+        for (NativeRegion region : alone) {
+            assertNull(memory.groupOf(region), "the budget's regions on their own");
+        }
         assertNotNull(memory.groupOf(grouped));
         assertFalse(memory.takeFreedToMalloc());
         memory.decommit(grouped); // its group goes with it, and glibc unmaps a group itself
         assertFalse(memory.takeFreedToMalloc());
-        memory.decommit(first);
+        memory.decommit(alone.get(0));
         assertTrue(memory.takeFreedToMalloc());
         assertFalse(memory.takeFreedToMalloc(), "taken once");
-        memory.decommit(second);
+        for (NativeRegion region : alone.subList(1, alone.size())) {
+            memory.decommit(region);
+        }
         assertTrue(memory.takeFreedToMalloc());
     }
 
