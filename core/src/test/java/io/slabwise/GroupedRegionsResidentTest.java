@@ -36,8 +36,9 @@ class GroupedRegionsResidentTest {
         assertEquals("true", fields[4], report);
         assertEquals(0, figures.get(3), report);
         assertTrue(figures.get(1) - figures.get(0) >= 200 * MIB, "the chunks were resident: " + report);
-        // what may stay: the regions a pool keeps on their own (CommittedMemory.ALONE_BUDGET), which malloc may
-        // keep, and the JVM's own growth (about 10 MiB here); each chunk taken on its own leaves about 190 MiB
+        // what may stay: what malloc keeps of the regions a pool takes on their own (CommittedMemory.ALONE_BUDGET)
+        // after the native heap trim, and the JVM's own growth (about 10 MiB here); each chunk taken on its own
+        // leaves about 190 MiB
         assertTrue(figures.get(2) - figures.get(0) <= 40 * MIB, "resident memory went back near the baseline: " + report);
     }
 }

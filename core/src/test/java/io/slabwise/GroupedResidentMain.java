@@ -10,7 +10,8 @@ import java.util.List;
  * and does it again: the first round's frees raise glibc's dynamic mmap
  * threshold, so chunks taken on their own in the second round come from
  * malloc's arenas. Prints the resident bytes before, at the peak of the second
- * round and after it, then committed bytes and whether regions were grouped.
+ * round and after it (and after the native heap trim a pool's trim would
+ * make), then committed bytes and whether regions were grouped.
  * Run in a JVM of its own by {@link GroupedRegionsResidentTest}.
  */
 public final class GroupedResidentMain {
@@ -40,6 +41,9 @@ public final class GroupedResidentMain {
             for (int i = regions.size() - 1; i >= 0; i--) {
                 memory.decommit(regions.get(i));
             }
+        }
+        if (memory.takeFreedToMalloc()) {
+            NativeHeap.trim(); // as a pool's trim, decay or close does once such regions went back to malloc
         }
         long after = residentBytes();
         System.out.println(baseline + " " + peak + " " + after + " " + memory.committed() + " " + memory.grouped());

@@ -36,6 +36,8 @@ class PoolConfigTest {
             "slabwise.waitTimeoutMillis, -1",
             "slabwise.idleChunkDecayMillis, -1",
             "slabwise.chunkSize, 1000",
+            "slabwise.firstChunkSize, 1000",
+            "slabwise.firstChunkSize, 8388608",
             "slabwise.arenas, 0",
             "slabwise.arenaSpreadBytes, -1",
             "slabwise.arenaSpreadBytes, 1MiB",
@@ -46,6 +48,17 @@ class PoolConfigTest {
                 () -> assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().build()));
         String setting = property.substring("slabwise.".length()).replace("Millis", "");
         assertTrue(e.getMessage().contains(setting), e.getMessage());
+    }
+
+    @Test
+    void theFirstChunkSizeComesFromItsPropertyAndDefaultsToAtMostTheChunkSize() {
+        assertEquals(1 << 20, withProperty("slabwise.firstChunkSize", "1048576",
+                () -> PoolConfig.builder().build()).firstChunkSize());
+        assertEquals(256 * 1024, PoolConfig.builder().build().firstChunkSize());
+        assertEquals(128 * 1024, PoolConfig.builder().chunkSize(128 * 1024).build().firstChunkSize(),
+                "the default follows a smaller chunk size");
+        assertEquals(4 << 20, PoolConfig.builder().firstChunkSize(4 << 20).build().firstChunkSize(),
+                "the chunk size itself: every chunk one size");
     }
 
     @Test
