@@ -449,17 +449,21 @@ final class Arena {
      * A small arena thus grows by small steps and a large one by whole
      * chunks, and what its newest chunk leaves unused stays a small share of
      * what it holds (a pool of a few MiB of buffers does not commit a 4 MiB
-     * chunk per step).
+     * chunk per step). When the ceiling has no room for that size,
+     * {@link #newChunk} takes the smallest chunk that holds the run instead.
      */
     private int newChunkSize(int runPages) {
-        int chunkSize = sizes.chunkSize();
-        long share = Math.min(chunkSize, heldBytes / GROWTH);
-        int size = Math.max(firstChunkSize, (int) Long.highestOneBit(share));
+        long share = Math.min(sizes.chunkSize(), heldBytes / GROWTH);
+        return chunkSizeFor(Math.max(firstChunkSize, (int) Long.highestOneBit(share)), runPages);
+    }
+
+    /** {@code size}, doubled until it holds a run of {@code runPages}, at most the pool's chunk size. */
+    private int chunkSizeFor(int size, int runPages) {
         long needed = (long) runPages << pageShift;
         while (size < needed) {
             size <<= 1;
         }
-        return Math.min(size, chunkSize);
+        return Math.min(size, sizes.chunkSize());
     }
 
     private Chunk newChunk(int runPages) {
@@ -470,7 +474,18 @@ final class Arena {
         if (id == chunksById.length) {
             chunksById = java.util.Arrays.copyOf(chunksById, id * 2);
         }
-        NativeRegion region = committed.commit(newChunkSize(runPages), CommittedMemory.RegionKind.CHUNK);
+        int size = newChunkSize(runPages);
+        NativeRegion region;
+        try {
+            region = committed.commit(size, CommittedMemory.RegionKind.CHUNK);
+        } catch (CeilingReached e) {
+            // near the ceiling a smaller chunk may still fit: the smallest that holds the run
+            int smallest = chunkSizeFor(firstChunkSize, runPages);
+            if (smallest >= size) {
+                throw e;
+            }
+            region = committed.commit(smallest, CommittedMemory.RegionKind.CHUNK);
+        }
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         chunks.add(chunk);

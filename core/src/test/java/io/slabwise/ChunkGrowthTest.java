@@ -96,6 +96,37 @@ class ChunkGrowthTest {
         assertEquals(MIB, tooBig.chunk.chunkSize(), "6 MiB held: an eighth is under the first size");
     }
 
+    /**
+     * At the ceiling a chunk of the grown size may not fit where a smaller one
+     * does: the arena takes the smallest chunk that holds the run, and only
+     * when that does not fit either does the allocation meet the ceiling.
+     */
+    @Test
+    void nearTheCeilingTheSmallestChunkThatHoldsTheRunIsTaken() {
+        MemoryLimit limit = new MemoryLimit(17L * MIB);
+        Arena arena = new Arena(new CommittedMemory(ChunkSource.direct(), limit), 0, SIZES, MIB, Integer.MAX_VALUE, 64,
+                Ticker.system());
+        List<Allocation> all = new ArrayList<>();
+        for (int i = 0; i < 16 * 16; i++) { // 16 MiB of 64 KiB runs in sixteen 1 MiB chunks
+            all.add(take(arena, 64 * 1024));
+        }
+        assertEquals(16L * MIB, arena.heldBytes);
+        Allocation next = take(arena, 64 * 1024); // the grown size is 2 MiB; 1 MiB is left under the ceiling
+        assertEquals(MIB, next.chunk.chunkSize());
+        all.add(next);
+        for (int i = 1; i < 16; i++) {
+            all.add(take(arena, 64 * 1024));
+        }
+        assertEquals(17L * MIB, limit.committed());
+        assertThrows(CeilingReached.class, () -> take(arena, 64 * 1024), "no room for any chunk now");
+        assertEquals(17L * MIB, limit.committed(), "the refused chunk left nothing committed");
+        for (Allocation a : all) {
+            arena.free(a.chunk, a.handle);
+        }
+        arena.trim(0, 0);
+        assertEquals(0, limit.committed());
+    }
+
     @Test
     void aFirstSizeOfTheChunkSizeGivesEveryChunkOneSize() {
         Arena arena = arena(4 * MIB);
