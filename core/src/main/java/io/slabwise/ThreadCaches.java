@@ -139,9 +139,8 @@ final class ThreadCaches {
         }
     }
 
-    @SuppressWarnings("deprecation") // Thread.getId: threadId() is Java 19+; both read the same final id
     private static int slotOf(Thread thread) {
-        return (int) thread.getId() & (BY_ID - 1);
+        return (int) idOf(thread) & (BY_ID - 1);
     }
 
     /** A thread's id: unique for the life of the JVM, never negative. */
