@@ -1,8 +1,10 @@
 package io.slabwise.netty;
 
-import io.netty.buffer.AbstractReferenceCountedByteBuf;
+import io.netty.buffer.AbstractByteBuf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.util.IllegalReferenceCountException;
+import io.netty.util.internal.ObjectUtil;
 import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
 import io.slabwise.internal.EngineAccess;
@@ -12,6 +14,8 @@ import io.slabwise.MemoryPool;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
@@ -63,8 +67,17 @@ import java.nio.channels.ScatteringByteChannel;
  * reused for a later allocation; otherwise every allocation gets a new object,
  * so that a reference kept past {@code release()} can only ever see
  * {@link io.netty.util.IllegalReferenceCountException}.
+ *
+ * <p><b>The reference count is this object's own field.</b> Netty 4.2's
+ * reference-counted base class keeps its count in a second object, which
+ * would double the objects of an allocation that recycles nothing (and add a
+ * load to every release); this class keeps a plain {@code int}, changed only
+ * by compare-and-set, with Netty's semantics: 1 when made, 0 once released, an
+ * {@link IllegalReferenceCountException} for a retain or release of a released
+ * buffer, a release of more than the count, or a count past
+ * {@code Integer.MAX_VALUE}.
  */
-class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
+class SlabwiseDirectByteBuf extends AbstractByteBuf {
 
     /**
      * Whether buffers can use native loads and stores here: Netty has
@@ -75,6 +88,19 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     static final boolean NATIVE_ACCESS = PlatformDependent.hasUnsafe() && PlatformDependent.isUnaligned();
 
     private static final int STREAM_COPY_CHUNK = 8192;
+
+    private static final VarHandle REF_CNT;
+
+    static {
+        try {
+            REF_CNT = MethodHandles.lookup().findVarHandle(SlabwiseDirectByteBuf.class, "refCnt", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** Live references: 1 when made, 0 once released. Only {@link #REF_CNT}'s atomic and ordered modes change it. */
+    private int refCnt;
 
     /**
      * Whether this object is reused after release: it then stays with its
@@ -107,6 +133,10 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     SlabwiseDirectByteBuf(boolean recycled) {
         super(0);
         this.recycled = recycled;
+        refCnt = 1;
+        // a plain store, not a volatile one (a full fence on x86, on every allocation); the fence keeps a
+        // racy publication from showing a count of 0, as Netty's buffers do
+        VarHandle.storeStoreFence();
     }
 
     /**
@@ -190,9 +220,8 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
         attach(allocation);
         maxCapacity(maxCapacity);
         if (recycled) {
-            // a recycled object: a new object already has a reference count of 1 and every index at 0,
-            // and resetting its count again would cost a second volatile store on every allocation
-            resetRefCnt();
+            // a recycled object: a new object already has a reference count of 1 and every index at 0
+            REF_CNT.setRelease(this, 1);
             setIndex(0, 0);
             markReaderIndex();
             markWriterIndex();
@@ -211,7 +240,70 @@ class SlabwiseDirectByteBuf extends AbstractReferenceCountedByteBuf {
     }
 
     @Override
-    protected void deallocate() {
+    public int refCnt() {
+        return (int) REF_CNT.getAcquire(this);
+    }
+
+    @Override
+    public ByteBuf retain() {
+        return retain0(1);
+    }
+
+    @Override
+    public ByteBuf retain(int increment) {
+        return retain0(ObjectUtil.checkPositive(increment, "increment"));
+    }
+
+    private ByteBuf retain0(int increment) {
+        for (;;) {
+            int count = (int) REF_CNT.getVolatile(this);
+            if (count == 0 || count > Integer.MAX_VALUE - increment) {
+                throw new IllegalReferenceCountException(count, increment);
+            }
+            if (REF_CNT.compareAndSet(this, count, count + increment)) {
+                return this;
+            }
+        }
+    }
+
+    @Override
+    public ByteBuf touch() {
+        return this;
+    }
+
+    @Override
+    public ByteBuf touch(Object hint) {
+        return this;
+    }
+
+    @Override
+    public boolean release() {
+        return release0(1);
+    }
+
+    @Override
+    public boolean release(int decrement) {
+        return release0(ObjectUtil.checkPositive(decrement, "decrement"));
+    }
+
+    /** Takes {@code decrement} references away; the last one gives the memory back (exactly once, by the CAS). */
+    private boolean release0(int decrement) {
+        for (;;) {
+            int count = (int) REF_CNT.getVolatile(this);
+            if (count < decrement) {
+                throw new IllegalReferenceCountException(count, -decrement);
+            }
+            if (REF_CNT.compareAndSet(this, count, count - decrement)) {
+                if (count != decrement) {
+                    return false;
+                }
+                deallocate();
+                return true;
+            }
+        }
+    }
+
+    private void deallocate() {
         // allocator, pool and source stay: Netty may call alloc() on a released buffer before
         // the accessibility check (ensureWritable), which must then throw IllegalReferenceCountException
         if (recycled) {

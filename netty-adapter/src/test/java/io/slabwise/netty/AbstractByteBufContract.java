@@ -903,6 +903,19 @@ abstract class AbstractByteBufContract {
         assertEquals(1, buf.refCnt());
     }
 
+    @Test
+    void aRetainPastTheLargestCountIsRejectedAndChangesNothing() {
+        ByteBuf buf = buffer(8);
+        assertThrows(IllegalReferenceCountException.class, () -> buf.retain(Integer.MAX_VALUE));
+        assertEquals(1, buf.refCnt());
+        assertThrows(IllegalArgumentException.class, () -> buf.retain(0));
+        assertThrows(IllegalArgumentException.class, () -> buf.retain(-1));
+        assertThrows(IllegalArgumentException.class, () -> buf.release(-1));
+        assertEquals(1, buf.refCnt());
+        buf.setByte(0, 7);
+        assertEquals(7, buf.getByte(0));
+    }
+
     static Stream<Arguments> accessorsAfterRelease() {
         List<Arguments> all = new ArrayList<>();
         add(all, "getByte", b -> b.getByte(0));
