@@ -255,14 +255,16 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     }
 
     private ByteBuf retain0(int increment) {
+        int count = (int) REF_CNT.get(this); // a plain read: the compare-and-exchange checks it
         for (;;) {
-            int count = (int) REF_CNT.getVolatile(this);
             if (count == 0 || count > Integer.MAX_VALUE - increment) {
                 throw new IllegalReferenceCountException(count, increment);
             }
-            if (REF_CNT.compareAndSet(this, count, count + increment)) {
+            int witness = (int) REF_CNT.compareAndExchange(this, count, count + increment);
+            if (witness == count) {
                 return this;
             }
+            count = witness;
         }
     }
 
@@ -288,18 +290,20 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
 
     /** Takes {@code decrement} references away; the last one gives the memory back (exactly once, by the CAS). */
     private boolean release0(int decrement) {
+        int count = (int) REF_CNT.get(this); // a plain read: the compare-and-exchange checks it
         for (;;) {
-            int count = (int) REF_CNT.getVolatile(this);
             if (count < decrement) {
                 throw new IllegalReferenceCountException(count, -decrement);
             }
-            if (REF_CNT.compareAndSet(this, count, count - decrement)) {
+            int witness = (int) REF_CNT.compareAndExchange(this, count, count - decrement);
+            if (witness == count) {
                 if (count != decrement) {
                     return false;
                 }
                 deallocate();
                 return true;
             }
+            count = witness;
         }
     }
 
