@@ -101,6 +101,16 @@ public final class Allocation {
         return chunk.region.buffer();
     }
 
+    /**
+     * Whether this holder goes back to its thread's stash when the thread that
+     * took it frees it, to serve that thread again: false for holders that no
+     * stash keeps (a virtual thread's, from its arena's shared cache, are new
+     * each time).
+     */
+    boolean reusedByItsThread() {
+        return stashed && owner != null && !owner.isShared();
+    }
+
     /** Where this allocation starts inside its chunk's region: {@link #address()} minus the region's address. */
     public int offset() {
         return offset;

@@ -34,7 +34,8 @@ import java.nio.ByteBuffer;
  *       stashed holder across its reuses; the adapter's recycling mode keeps
  *       the buffer object there, so a buffer released on its allocating
  *       thread is reused with its holder. Whoever parts a buffer from its
- *       holder must detach it first.</li>
+ *       holder must detach it first. {@link #reusedByItsThread} says whether
+ *       a holder will be reused at all.</li>
  * </ul>
  */
 public final class EngineAccess {
@@ -43,6 +44,7 @@ public final class EngineAccess {
     private static final MethodHandle ALLOCATE_STASHED;
     private static final VarHandle ATTACHMENT;
     private static final MethodHandle IS_BLOCK_PART;
+    private static final MethodHandle REUSED_BY_ITS_THREAD;
 
     static {
         try {
@@ -54,6 +56,8 @@ public final class EngineAccess {
             ATTACHMENT = engine.findVarHandle(Allocation.class, "attachment", Object.class);
             IS_BLOCK_PART = engine.findStatic(engine.findClass("io.slabwise.BlockPool"), "isPart",
                     MethodType.methodType(boolean.class, Allocation.class));
+            REUSED_BY_ITS_THREAD = engine.findVirtual(Allocation.class, "reusedByItsThread",
+                    MethodType.methodType(boolean.class));
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -94,6 +98,22 @@ public final class EngineAccess {
     public static boolean isBlockPart(Allocation allocation) {
         try {
             return (boolean) IS_BLOCK_PART.invokeExact(allocation);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /**
+     * Whether {@code allocation}'s holder (from {@link #allocateStashed}) goes
+     * back to the stash of the thread that took it when that thread frees it;
+     * false for a virtual thread's, which nothing reuses, so an object
+     * attached to it would never be reused either.
+     */
+    public static boolean reusedByItsThread(Allocation allocation) {
+        try {
+            return (boolean) REUSED_BY_ITS_THREAD.invokeExact(allocation);
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -343,4 +343,45 @@ class HolderReuseTest {
         next.release();
         grown.release();
     }
+
+    /**
+     * Virtual threads share their arena's cache and get a new holder for
+     * every allocation, so nothing would reuse a buffer object kept with one:
+     * with recycling on, their buffers are plain objects that drop their
+     * holder when released, as in the safe default, and each allocation gets
+     * a new object.
+     */
+    @Test
+    void aVirtualThreadsBuffersAreNotKeptForReuse() throws Exception {
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            SlabwiseAllocator allocator = allocator(true);
+            virtual.submit(() -> {
+                ByteBuf first = allocator.directBuffer(64);
+                SlabwiseDirectByteBuf object = unwrapped(first);
+                first.release();
+                assertNull(object.allocation(), "a released virtual thread's buffer kept its holder");
+                assertThrows(IllegalReferenceCountException.class, () -> first.getByte(0));
+                ByteBuf second = allocator.directBuffer(64);
+                assertNotSame(object, unwrapped(second));
+                second.release();
+                return null;
+            }).get(30, TimeUnit.SECONDS);
+        } finally {
+            virtual.shutdown();
+        }
+        assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+    }
+
+    /** {@code Executors.newVirtualThreadPerTaskExecutor()}, where the JVM has it (Java 21+); the test is skipped otherwise. */
+    private static ExecutorService newVirtualThreadPerTaskExecutor() throws Exception {
+        java.lang.reflect.Method factory;
+        try {
+            factory = Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
+        } catch (NoSuchMethodException e) {
+            org.junit.jupiter.api.Assumptions.abort("virtual threads need Java 21 or later");
+            throw e;
+        }
+        return (ExecutorService) factory.invoke(null);
+    }
 }
