@@ -99,7 +99,11 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         }
     }
 
-    /** Live references: 1 when made, 0 once released. Only {@link #REF_CNT}'s atomic and ordered modes change it. */
+    /**
+     * Live references: 1 when made, 0 once released. Set by the constructor,
+     * then changed only through {@link #REF_CNT}: compare-and-exchange, and a
+     * release store when a recycled object is reused.
+     */
     private int refCnt;
 
     /**
