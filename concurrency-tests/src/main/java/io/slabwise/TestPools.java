@@ -112,7 +112,7 @@ final class TestPools {
 
     /** A new arena that belongs to no pool, keeps no idle chunk and has a 4-slot remote-free queue. */
     static Arena newArena() {
-        return new Arena(COMMITTED, 0, SIZES, 0, REMOTE_QUEUE_CAPACITY, Ticker.system());
+        return new Arena(COMMITTED, 0, SIZES, SIZES.chunkSize(), 0, REMOTE_QUEUE_CAPACITY, Ticker.system());
     }
 
     /** Takes {@code size} bytes (a size class) from {@code arena} under its lock, as a thread-cache refill does. */

@@ -122,14 +122,10 @@ final class Arena {
     private long chunksAllocated;
     private long chunksReleased;
 
-    /** An arena whose chunks are all of the pool's chunk size. */
-    Arena(CommittedMemory committed, int index, SizeClasses sizes, int maxIdleChunks, int remoteQueueCapacity, Ticker ticker) {
-        this(committed, index, sizes, sizes.chunkSize(), maxIdleChunks, remoteQueueCapacity, ticker);
-    }
-
     /**
      * An arena whose first chunks are {@code firstChunkSize} bytes and whose
-     * later ones grow with it up to the pool's chunk size ({@link #newChunkSize}).
+     * later ones grow with it up to the pool's chunk size ({@link #newChunkSize});
+     * with the chunk size itself, every chunk is of that size.
      */
     Arena(CommittedMemory committed, int index, SizeClasses sizes, int firstChunkSize, int maxIdleChunks,
           int remoteQueueCapacity, Ticker ticker) {

@@ -32,7 +32,7 @@ class ArenaPlacementTest {
     /** An arena of its own, keeping every idle chunk unless {@code maxIdle} says otherwise. */
     private static Arena arena(int maxIdle) {
         CommittedMemory memory = new CommittedMemory(ChunkSource.direct(), new MemoryLimit(Long.MAX_VALUE));
-        return new Arena(memory, 0, SIZES, maxIdle, 64, Ticker.system());
+        return new Arena(memory, 0, SIZES, CHUNK, maxIdle, 64, Ticker.system());
     }
 
     private static Allocation run(Arena arena, int pages) {
@@ -86,7 +86,7 @@ class ArenaPlacementTest {
     void underAFifoStreamOldChunksRefillAndTheNewestEmpty() {
         SizeClasses sizes = new SizeClasses(PAGE, BIG_CHUNK);
         CommittedMemory memory = new CommittedMemory(ChunkSource.direct(), new MemoryLimit(Long.MAX_VALUE));
-        Arena arena = new Arena(memory, 0, sizes, 0, 64, Ticker.system());
+        Arena arena = new Arena(memory, 0, sizes, BIG_CHUNK, 0, 64, Ticker.system());
         SplittableRandom random = new SplittableRandom(14);
         ArrayDeque<Allocation> fifo = new ArrayDeque<>();
         ArrayDeque<Integer> fifoBytes = new ArrayDeque<>();

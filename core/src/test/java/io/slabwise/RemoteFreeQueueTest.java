@@ -37,7 +37,8 @@ class RemoteFreeQueueTest {
      */
     private static Arena standaloneArena(MemoryPool pool, int queueCapacity) {
         CommittedMemory memory = new CommittedMemory(pool.config().chunkSource(), new MemoryLimit(Long.MAX_VALUE));
-        return new Arena(memory, 99, pool.sizes(), Integer.MAX_VALUE, queueCapacity, Ticker.system()); // keeps idle chunks until trimmed
+        return new Arena(memory, 99, pool.sizes(), pool.sizes().chunkSize(), Integer.MAX_VALUE, queueCapacity,
+                Ticker.system()); // keeps idle chunks until trimmed
     }
 
     /** Allocates straight from the arena: one element of 48 bytes, or one run of two pages for every eighth. */
