@@ -23,13 +23,23 @@
  *       {@code ThreadCounters} of the thread that made it (its <em>owner</em>),
  *       whole on an allocation side before its memory is handed out and whole
  *       on a release side before its memory can be reused. The owner writes its
- *       counters alone, with release stores; releases and resizes by other
- *       threads go to a second array with atomic adds; virtual threads share
+ *       counters alone, with plain increments behind one release fence per
+ *       count; releases and resizes by other threads go to a second array
+ *       with atomic adds; virtual threads share
  *       one such set of atomic counters per arena. A snapshot reads the
  *       allocation side of every thread, then the committed bytes, then the
  *       release side of every thread, with acquire loads: no allocating or
  *       releasing thread ever waits for it, nothing is counted twice, and every
  *       snapshot has {@code requested <= reserved <= committed}.</li>
+ *   <li><b>Stashed holders</b> ({@code Allocation}s a thread cache hands the
+ *       Netty adapter for reuse) belong to the thread whose cache made them.
+ *       Freed on that thread, a holder stays with the cache: filled with its
+ *       memory for that thread's next allocation of its size class where the
+ *       cache can keep it so, blank in the cache's stash otherwise. Freed on
+ *       any other thread, its memory goes back as any cross-thread release
+ *       does and the holder is left to the garbage collector, so no holder
+ *       passes between threads. Virtual threads share their arena's cache and
+ *       get holders that nothing reuses.</li>
  *   <li><b>Thread caches</b> of platform threads are bound to arenas under one
  *       lock; the array of live caches is copied on write, and dead threads'
  *       caches are folded into retired counts under a lock that a snapshot
