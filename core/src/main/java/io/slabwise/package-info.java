@@ -24,13 +24,14 @@
  *       whole on an allocation side before its memory is handed out and whole
  *       on a release side before its memory can be reused. The owner writes its
  *       counters alone, with plain increments behind one release fence per
- *       count; releases and resizes by other threads go to a second array
- *       with atomic adds; virtual threads share
- *       one such set of atomic counters per arena. A snapshot reads the
- *       allocation side of every thread, then the committed bytes, then the
- *       release side of every thread, with acquire loads: no allocating or
- *       releasing thread ever waits for it, nothing is counted twice, and every
- *       snapshot has {@code requested <= reserved <= committed}.</li>
+ *       count; releases and resizes by other threads go to a second array with
+ *       atomic adds; the virtual threads of an arena share one set, written
+ *       under their shared cache's lock or, when it is taken, with atomic adds.
+ *       A snapshot reads the allocation side of every thread, then the
+ *       committed bytes, then the release side of every thread, with acquire
+ *       loads: no allocating or releasing thread ever waits for it, nothing is
+ *       counted twice, and every snapshot has
+ *       {@code requested <= reserved <= committed}.</li>
  *   <li><b>Stashed holders</b> ({@code Allocation}s a thread cache hands the
  *       Netty adapter for reuse) belong to the thread whose cache made them.
  *       Freed on that thread, a holder stays with the cache: filled with its
