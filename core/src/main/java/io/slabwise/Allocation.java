@@ -41,7 +41,8 @@ public final class Allocation {
      * Made by a thread cache's holder stash for a caller that never shows the
      * holder to anyone (the Netty adapter): when freed on the thread that
      * allocated it, it goes back to that thread's stash for the next
-     * allocation. Never cleared.
+     * allocation. Never cleared. False for the holders a shared cache (virtual
+     * threads') hands out: no stash keeps them.
      */
     final boolean stashed;
     /**
@@ -99,16 +100,6 @@ public final class Allocation {
      */
     ByteBuffer chunkMemory() {
         return chunk.region.buffer();
-    }
-
-    /**
-     * Whether this holder goes back to its thread's stash when the thread that
-     * took it frees it, to serve that thread again: false for holders that no
-     * stash keeps (a virtual thread's, from its arena's shared cache, are new
-     * each time).
-     */
-    boolean reusedByItsThread() {
-        return stashed && owner != null && !owner.isShared();
     }
 
     /** Where this allocation starts inside its chunk's region: {@link #address()} minus the region's address. */

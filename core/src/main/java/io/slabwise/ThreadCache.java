@@ -686,7 +686,7 @@ final class ThreadCache {
             holderCount = --n;
             holder = holders[n]; // left in place: stashing it again then stores nothing (see stashHolder)
         } else {
-            holder = new Allocation(true);
+            holder = new Allocation(!shared); // a shared cache stashes nothing, so its holders are plain
         }
         if (holder.owner != this) {
             holder.owner = this; // a reference stored into a long-lived object costs G1 a fence and a card mark

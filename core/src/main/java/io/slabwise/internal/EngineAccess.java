@@ -44,7 +44,7 @@ public final class EngineAccess {
     private static final MethodHandle ALLOCATE_STASHED;
     private static final VarHandle ATTACHMENT;
     private static final MethodHandle IS_BLOCK_PART;
-    private static final MethodHandle REUSED_BY_ITS_THREAD;
+    private static final VarHandle STASHED;
 
     static {
         try {
@@ -56,8 +56,7 @@ public final class EngineAccess {
             ATTACHMENT = engine.findVarHandle(Allocation.class, "attachment", Object.class);
             IS_BLOCK_PART = engine.findStatic(engine.findClass("io.slabwise.BlockPool"), "isPart",
                     MethodType.methodType(boolean.class, Allocation.class));
-            REUSED_BY_ITS_THREAD = engine.findVirtual(Allocation.class, "reusedByItsThread",
-                    MethodType.methodType(boolean.class));
+            STASHED = engine.findVarHandle(Allocation.class, "stashed", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -112,13 +111,7 @@ public final class EngineAccess {
      * attached to it would never be reused either.
      */
     public static boolean reusedByItsThread(Allocation allocation) {
-        try {
-            return (boolean) REUSED_BY_ITS_THREAD.invokeExact(allocation);
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
+        return (boolean) STASHED.get(allocation); // only a thread's own cache makes stashed holders
     }
 
     /** The object kept with {@code allocation}'s holder, or null. */
