@@ -40,9 +40,10 @@ public final class Allocation {
     /**
      * Made by a thread cache's holder stash for a caller that never shows the
      * holder to anyone (the Netty adapter): when freed on the thread that
-     * allocated it, it goes back to that thread's stash for the next
-     * allocation. Never cleared. False for the holders a shared cache (virtual
-     * threads') hands out: no stash keeps them.
+     * allocated it, it goes back to that thread's stash (or is kept filled)
+     * for the next allocation; a virtual thread's, freed on any thread, to
+     * the stash of the cache its arena's virtual threads share. Never
+     * cleared. False for holders the pool's users make.
      */
     final boolean stashed;
     /**

@@ -493,7 +493,8 @@ public final class MemoryPool implements AutoCloseable {
      * Allocates {@code requested} bytes for {@code category}, a category of
      * this pool, into a blank holder from the calling thread's stash; freed
      * with {@link #free} on the same thread, the holder goes back to the
-     * stash. For the Netty adapter (through {@code io.slabwise.internal.EngineAccess}),
+     * stash (a virtual thread's, freed on any thread, to the stash its
+     * arena's virtual threads share). For the Netty adapter (through {@code io.slabwise.internal.EngineAccess}),
      * whose buffers never show their holder to anyone: an allocate and release
      * then makes no object here. The thread's cache is looked up once, here,
      * and the holder carries it to {@link #tryGeneral}.
@@ -626,6 +627,10 @@ public final class MemoryPool implements AutoCloseable {
     private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean counted) {
         int reserved = allocation.reserved;
         Releaser releaser = allocation.releaser;
+        if (!counted && releaser == null && allocation.stashed && owner.isShared() && !chunk.evacuating
+                && admission.admitsFreely(category) && owner.tryKeepShared(allocation)) {
+            return; // a virtual thread's holder, kept with its memory for the next virtual thread of its arena
+        }
         boolean onOwnerThread = owner.isOwnerThread();
         boolean closed = admission.isClosed();
         if (!counted && releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !closed
@@ -671,8 +676,12 @@ public final class MemoryPool implements AutoCloseable {
                 idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
             }
         }
-        if (allocation.stashed && onOwnerThread) {
-            owner.stashHolder(allocation); // cleared above; its next use is this thread's next allocation
+        if (allocation.stashed) { // cleared above; its next use is the next allocation of this thread (or arena)
+            if (onOwnerThread) {
+                owner.stashHolder(allocation);
+            } else if (owner.isShared()) {
+                owner.stashHolderShared(allocation);
+            }
         }
     }
 

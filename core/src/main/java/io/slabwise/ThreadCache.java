@@ -81,8 +81,12 @@ import java.lang.ref.WeakReference;
  * its lock-free remote-free queue. What is counted while holding the lock
  * (an allocation through the stacks, a release of one of its allocations,
  * {@link #tryReleaseShared}) is counted with plain stores; the rest with
- * atomic adds. Any thread may flush it when no virtual thread holds it
- * ({@link #flushShared()}).
+ * atomic adds. Its holders kept filled and its holder stash work as a
+ * thread's own, under the same lock ({@link #tryKeepShared},
+ * {@link #takeFilled}, {@link #takeHolder()}), so a virtual thread's buffer
+ * hands its holder, with its memory, to the next virtual thread of the arena,
+ * and an allocate and release makes no holder object there either. Any thread
+ * may flush it when no virtual thread holds it ({@link #flushShared()}).
  *
  * <h2>Accounting</h2>
  * A cache carries its thread's {@link ThreadCounters}: what the thread's
@@ -117,7 +121,7 @@ final class ThreadCache {
      * counter of the JVM and are never given to another thread.
      */
     private final long ownerId;
-    /** A cache shared by virtual threads: no stacks, atomic counters only. */
+    /** A cache shared by virtual threads: its stacks, slots and stash only under {@link #lockShared()}. */
     private final boolean shared;
     private final SizeClasses sizes;
     private final int cachedClasses;
@@ -218,7 +222,7 @@ final class ThreadCache {
         sharedBusy.setRelease(false);
     }
 
-    /** The stack of cached class {@code sizeIndex}, made on first use. Owner thread only. */
+    /** The stack of cached class {@code sizeIndex}, made on first use; the owner thread, or the shared cache's lock held. */
     private ClassStack stack(int sizeIndex) {
         ClassStack stack = stacks[sizeIndex];
         if (stack == null) {
@@ -512,11 +516,12 @@ final class ThreadCache {
     /**
      * Keeps a released holder of a dedicated region this thread may keep (see
      * {@link #keepDedicated}) filled in the dedicated slot, if that is empty;
-     * false otherwise. The region stays counted as in the slot. Owner thread,
-     * with no limit in the way (see {@link Admission#admitsFreely}).
+     * false otherwise. The region stays counted as in the slot. The owner
+     * thread or the shared cache's lock holder, with no limit in the way (see
+     * {@link Admission#admitsFreely}).
      */
     boolean keepDedicatedFilled(Allocation holder) {
-        if (shared || flushRequested || dedicatedSlot != null || dedicatedKeptFilled || !slotTakes(holder.chunk)) {
+        if (flushRequested || dedicatedSlot != null || dedicatedKeptFilled || !slotTakes(holder.chunk)) {
             return false;
         }
         if (dedicatedKept != holder) {
@@ -535,7 +540,7 @@ final class ThreadCache {
      */
     private Allocation takeDedicatedKept(Category category, int requested) {
         Allocation holder = dedicatedKept;
-        if (shared || flushRequested || !DedicatedRegions.fits(holder.reserved, sizes.pageRound(requested))) {
+        if (flushRequested || !DedicatedRegions.fits(holder.reserved, sizes.pageRound(requested))) {
             return null;
         }
         dedicatedKeptFilled = false;
@@ -664,9 +669,10 @@ final class ThreadCache {
     //
     // Blank Allocation holders for callers that never show a holder to anyone (the Netty adapter's
     // buffers): a buffer takes one at allocation and it comes back here when the buffer is released on
-    // this thread, so the only object an allocation makes is the buffer itself. Owner thread only; a
-    // shared cache keeps none (its virtual threads get new holders). A holder freed on another thread is
-    // left to the garbage collector, so no holder ever passes between threads through a stash.
+    // this thread, so the only object an allocation makes is the buffer itself. Owner thread only, except
+    // in a shared cache, whose stash serves all its virtual threads under its lock. A holder of a thread's
+    // own cache freed on another thread is left to the garbage collector, so no holder passes between
+    // platform threads through a stash; a shared cache's holders pass between its threads under its lock.
 
     /** The most blank holders a stash keeps: enough for a thread that holds a few buffers at a time. */
     static final int HOLDER_STASH_CAPACITY = 8;
@@ -676,17 +682,23 @@ final class ThreadCache {
 
     /**
      * A blank holder for an allocation on the calling thread, which must be the
-     * owner (or any thread, for a shared cache): a stashed one, or a new one.
-     * Its {@code owner} names this cache until the pool fills it.
+     * owner (or any thread, for a shared cache, whose stash is taken from under
+     * its lock): a stashed one, or a new one. Its {@code owner} names this
+     * cache until the pool fills it.
      */
     Allocation takeHolder() {
-        Allocation holder;
-        int n = holderCount;
-        if (n > 0) {
-            holderCount = --n;
-            holder = holders[n]; // left in place: stashing it again then stores nothing (see stashHolder)
-        } else {
-            holder = new Allocation(!shared); // a shared cache stashes nothing, so its holders are plain
+        Allocation holder = null;
+        if (!shared) {
+            holder = popHolder();
+        } else if (lockShared()) {
+            try {
+                holder = popHolder();
+            } finally {
+                unlockShared();
+            }
+        }
+        if (holder == null) {
+            holder = new Allocation(true);
         }
         if (holder.owner != this) {
             holder.owner = this; // a reference stored into a long-lived object costs G1 a fence and a card mark
@@ -694,11 +706,36 @@ final class ThreadCache {
         return holder;
     }
 
-    /** Keeps a cleared holder of the stash for the next allocation, if there is room; owner thread only. */
-    void stashHolder(Allocation holder) {
-        if (shared) {
-            return;
+    /** The top holder of the stash, or null; the owner, or the shared cache's lock held. */
+    private Allocation popHolder() {
+        int n = holderCount;
+        if (n == 0) {
+            return null;
         }
+        holderCount = --n;
+        return holders[n]; // left in place: stashing it again then stores nothing (see stashHolder)
+    }
+
+    /**
+     * Keeps a cleared holder of a shared cache's stash for the next
+     * allocation of any virtual thread; dropped when another thread holds the
+     * lock or the stash is full. Any thread.
+     */
+    void stashHolderShared(Allocation holder) {
+        if (lockShared()) {
+            try {
+                stashHolder(holder);
+            } finally {
+                unlockShared();
+            }
+        }
+    }
+
+    /**
+     * Keeps a cleared holder of the stash for the next allocation, if there is
+     * room; the owner thread, or the shared cache's lock held.
+     */
+    void stashHolder(Allocation holder) {
         Allocation[] stash = holders;
         if (stash == null) {
             holders = stash = new Allocation[HOLDER_STASH_CAPACITY];
@@ -724,7 +761,35 @@ final class ThreadCache {
     // thread's next allocation of that class takes the holder as it is, setting only the category and
     // the requested size. Nothing about the memory is looked up or computed again, and the holder is
     // not cleared and filled. The buffer that released it dropped it first, so no stale buffer can
-    // reach it (see SlabwiseDirectByteBuf.deallocate). Owner thread only; a shared cache keeps none.
+    // reach it (see SlabwiseDirectByteBuf.deallocate). The owner thread; in a shared cache, under its
+    // lock, so that a virtual thread's holder serves the next virtual thread of the arena
+    // (tryKeepShared, takeFilledShared).
+
+    /**
+     * For a shared cache: keeps {@code holder}, just released and not yet
+     * counted, filled as {@link #keepFilled} (or {@link #keepDedicatedFilled})
+     * would, and counts its release, all under the cache's lock; false, with
+     * nothing done, when another thread holds the lock or the holder cannot
+     * be kept. The caller has established that no limit and no evacuation
+     * applies. Any thread.
+     */
+    boolean tryKeepShared(Allocation holder) {
+        if (!lockShared()) {
+            return false;
+        }
+        try {
+            int categoryId = holder.category.id; // read first: a sweep that the keep sets off may clear the holder
+            int requested = holder.requested;
+            int reserved = holder.reserved;
+            if (!(holder.chunk.huge ? keepDedicatedFilled(holder) : keepFilled(holder))) {
+                return false;
+            }
+            counters.countRelease(categoryId, requested, reserved, false, true);
+            return true;
+        } finally {
+            unlockShared();
+        }
+    }
 
     /**
      * Keeps a stashed holder whose allocation was just released (and
@@ -732,14 +797,14 @@ final class ThreadCache {
      * class: false, with nothing changed, when its memory is not this cache's
      * to keep that way (another arena, an uncached class, a full stack, a
      * pending flush). The caller has established that no limit and no
-     * evacuation applies. Owner thread only.
+     * evacuation applies. The owner thread, or the shared cache's lock held.
      */
     boolean keepFilled(Allocation holder) {
         int sizeIndex = holder.sizeIndex;
         if (sizeIndex >= cachedClasses) {
             return keepLarge(holder);
         }
-        if (shared || flushRequested || sizeIndex < 0 || holder.chunk.arena != arena || !stack(sizeIndex).keep(holder)) {
+        if (flushRequested || sizeIndex < 0 || holder.chunk.arena != arena || !stack(sizeIndex).keep(holder)) {
             return false;
         }
         holder.kept = true;
@@ -753,13 +818,38 @@ final class ThreadCache {
      * A filled holder for {@code requested} bytes of {@code category}, taken
      * from the stack of its class and counted; null when there is none. The
      * caller has established that no limit applies (see
-     * {@link Admission#admitsFreely}). Owner thread only.
+     * {@link Admission#admitsFreely}). The owner thread, or any thread for a
+     * shared cache (see {@link #takeFilledShared}).
      */
     Allocation takeFilled(Category category, int requested) {
+        if (shared) {
+            return takeFilledShared(category, requested);
+        }
+        return takeFilledLocked(category, requested);
+    }
+
+    /**
+     * {@link #takeFilled} of a shared cache: under its lock, and null without
+     * waiting when another thread holds it, or at once for a request no slot
+     * could hold (above {@link #LARGE_SLOT_LIMIT}).
+     */
+    private Allocation takeFilledShared(Category category, int requested) {
+        if (requested > LARGE_SLOT_LIMIT || !lockShared()) {
+            return null;
+        }
+        try {
+            return takeFilledLocked(category, requested);
+        } finally {
+            unlockShared();
+        }
+    }
+
+    /** {@link #takeFilled}: the owner thread, or the shared cache's lock held. */
+    private Allocation takeFilledLocked(Category category, int requested) {
         if (requested > largestStackedRequest) {
             return takeFilledAbove(category, requested);
         }
-        if (shared || flushRequested) {
+        if (flushRequested) {
             return null;
         }
         ClassStack stack = stacks[SizeClasses.indexOf(Math.max(1, requested))];
@@ -794,11 +884,11 @@ final class ThreadCache {
     /**
      * Keeps a released holder of a run above the cached sizes, fitted to whole
      * pages and of a class the large slot takes, filled in the large slot if
-     * that is empty; false otherwise. Owner thread only (see {@link #keepFilled}).
+     * that is empty; false otherwise. As {@link #keepFilled}: the owner thread, or the shared cache's lock held.
      */
     private boolean keepLarge(Allocation holder) {
         int sizeIndex = holder.sizeIndex;
-        if (shared || flushRequested || largeKeptFilled || largeChunk != null || sizeIndex > largestCachedLargeClass
+        if (flushRequested || largeKeptFilled || largeChunk != null || sizeIndex > largestCachedLargeClass
                 || holder.requested <= fittedAbove || holder.chunk.arena != arena) {
             return false;
         }
@@ -822,7 +912,7 @@ final class ThreadCache {
      */
     private Allocation takeLarge(Category category, int requested) {
         Allocation holder = largeKept;
-        if (shared || flushRequested || requested <= fittedAbove || holder.reserved != sizes.pageRound(requested)) {
+        if (flushRequested || requested <= fittedAbove || holder.reserved != sizes.pageRound(requested)) {
             return null;
         }
         largeKeptFilled = false;

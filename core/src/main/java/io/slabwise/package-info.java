@@ -39,8 +39,11 @@
  *       cache can keep it so, blank in the cache's stash otherwise. Freed on
  *       any other thread, its memory goes back as any cross-thread release
  *       does and the holder is left to the garbage collector, so no holder
- *       passes between threads. Virtual threads share their arena's cache and
- *       get holders that nothing reuses.</li>
+ *       passes between platform threads. The virtual threads of an arena share
+ *       its shared cache's holders the same way, freed by any thread, kept and
+ *       taken only under that cache's lock, whose compare-and-set and release
+ *       store order everything a holder (and a buffer object attached to it)
+ *       carries from one thread to the next.</li>
  *   <li><b>Thread caches</b> of platform threads are bound to arenas under one
  *       lock; the array of live caches is copied on write, and dead threads'
  *       caches are folded into retired counts under a lock that a snapshot

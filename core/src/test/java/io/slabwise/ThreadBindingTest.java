@@ -16,6 +16,8 @@ import org.junit.jupiter.api.Timeout;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -227,6 +229,159 @@ class ThreadBindingTest {
         assertEquals(0, stats.reservedBytes());
         assertEquals(0, stats.liveAllocations());
         assertEquals(400, stats.allocations());
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "everything came back");
+        pool.close();
+    }
+
+    /** Allocations and releases enough for two sweeps of a cache. */
+    private static final long SWEPT_ROUNDS = 2L * ThreadCache.SWEEP_INTERVAL + 7;
+
+    /**
+     * A virtual thread's holder, released with the shared cache's lock free,
+     * is kept there with its memory, and the next virtual thread's allocation
+     * of that size takes the same holder and the same bytes; while the lock is
+     * taken, the release goes past the cache and the next allocation gets
+     * other memory in another holder. Counts stay exact either way.
+     */
+    @Test
+    void aVirtualThreadsHolderServesTheNextVirtualThreadWithItsMemory() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        Category category = pool.defaultCategory();
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            for (int size : new int[] {1000, 100_000, 600_000}) { // a class's stack, the large slot, the dedicated slot
+                Allocation first = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+                long address = first.address();
+                virtual.submit(() -> pool.free(first)).get();
+                assertFalse(first.isLive());
+                assertTrue(first.kept, "the released holder was not kept filled in the shared cache");
+                Allocation second = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+                assertSame(first, second, "the kept holder was not handed to the next virtual thread");
+                assertEquals(address, second.address());
+                assertEquals(size, pool.stats().requestedBytes());
+
+                assertTrue(shared.lockShared());
+                Allocation third;
+                try {
+                    virtual.submit(() -> pool.free(second)).get(); // past the busy cache: not kept
+                    third = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+                } finally {
+                    shared.unlockShared();
+                }
+                assertFalse(second.kept, "kept while another thread held the cache");
+                assertNotSame(second, third);
+                assertTrue(third.isLive());
+                assertEquals(size, pool.stats().requestedBytes());
+                virtual.submit(() -> pool.free(third)).get();
+                assertEquals(0, pool.stats().requestedBytes());
+            }
+            // past sweeps of the shared cache, which turn its kept holders back into plain entries; between
+            // the passes, a release counted without an allocation (made past the busy cache) shifts the
+            // sweeps from allocations to releases or back
+            for (int pass = 0; pass < 2; pass++) {
+                virtual.submit(() -> {
+                    for (long i = 0; i < SWEPT_ROUNDS; i++) {
+                        pool.free(pool.allocateStashed(category, 64 + (int) (i % 3) * 1000, false));
+                    }
+                    return null;
+                }).get();
+                Allocation odd;
+                assertTrue(shared.lockShared());
+                try {
+                    odd = virtual.submit(() -> pool.allocateStashed(category, 64, false)).get();
+                } finally {
+                    shared.unlockShared();
+                }
+                virtual.submit(() -> pool.free(odd)).get();
+            }
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.reservedBytes(), stats::report);
+        assertEquals(0, stats.liveAllocations());
+        assertEquals(9 + 2 * (SWEPT_ROUNDS + 1), stats.allocations());
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), "kept holders' memory came back at the trim");
+        pool.close();
+    }
+
+    /**
+     * Many virtual threads on one arena's shared cache allocate stashed
+     * holders of every kind of size (a class's stack, the large slot, the
+     * dedicated slot, and above every slot), write a pattern of their own into
+     * each, and check it before releasing, half of the releases on a platform
+     * thread: no holder is handed out twice while live (the patterns would
+     * clash), and the counts end exact.
+     */
+    @Test
+    void virtualThreadsSharingACacheNeverShareMemory() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        Category category = pool.defaultCategory();
+        int[] sizes = {64, 1000, 4097, 100_000, 600_000, 2 << 20};
+        int threads = 16;
+        int rounds = 300;
+        java.util.concurrent.BlockingQueue<Allocation> toPlatform = new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread platform = new Thread(() -> {
+            try {
+                for (int done = 0; done < threads * rounds / 2; done++) {
+                    pool.free(toPlatform.take());
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+        platform.start();
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            CyclicBarrier start = new CyclicBarrier(threads);
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int seed = t;
+                futures.add(virtual.submit(() -> {
+                    java.util.Random random = new java.util.Random(seed);
+                    start.await(30, TimeUnit.SECONDS);
+                    for (int round = 0; round < rounds; round++) {
+                        Allocation a = pool.allocateStashed(category, sizes[random.nextInt(sizes.length)], false);
+                        long stamp = ((long) seed << 32) | round;
+                        java.nio.ByteBuffer bytes = a.buffer();
+                        bytes.putLong(0, stamp).putLong(bytes.capacity() - 8, stamp);
+                        Thread.yield(); // let another virtual thread of the carrier run while this one holds memory
+                        assertEquals(stamp, bytes.getLong(0), "another allocation wrote into this one");
+                        assertEquals(stamp, bytes.getLong(bytes.capacity() - 8), "another allocation wrote into this one");
+                        if ((round & 1) == 0) {
+                            pool.free(a);
+                        } else {
+                            toPlatform.add(a);
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> future : futures) {
+                future.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        platform.join(30_000);
+        assertFalse(platform.isAlive());
+        if (failure.get() != null) {
+            throw new AssertionError(failure.get());
+        }
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.reservedBytes(), stats::report);
+        assertEquals(0, stats.liveAllocations());
+        assertEquals((long) threads * rounds, stats.allocations());
         pool.trim();
         assertEquals(0, pool.committedBytes(), "everything came back");
         pool.close();

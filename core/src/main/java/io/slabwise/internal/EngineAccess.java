@@ -26,7 +26,9 @@ import java.nio.ByteBuffer;
  *       thread's cache keeps for reuse. The holder must never be seen outside
  *       the buffer that owns it, and the buffer must drop it when it frees it
  *       with {@link MemoryPool#free}: a holder freed on the thread that
- *       allocated it serves that thread's next allocation.</li>
+ *       allocated it serves that thread's next allocation (a virtual
+ *       thread's, the next allocation of any virtual thread of its
+ *       arena).</li>
  *   <li>{@link #isBlockPart}: whether an allocation is a block pool
  *       payload's part, for relocation, which moves such parts only as a
  *       whole payload.</li>
@@ -34,8 +36,9 @@ import java.nio.ByteBuffer;
  *       stashed holder across its reuses; the adapter's recycling mode keeps
  *       the buffer object there, so a buffer released on its allocating
  *       thread is reused with its holder. Whoever parts a buffer from its
- *       holder must detach it first. {@link #reusedByItsThread} says whether
- *       a holder will be reused at all.</li>
+ *       holder must detach it first. A virtual thread's holder, with what
+ *       is attached to it, is reused by the next virtual thread of its arena
+ *       (see the shared cache in {@code ThreadCache}).</li>
  * </ul>
  */
 public final class EngineAccess {
@@ -44,7 +47,6 @@ public final class EngineAccess {
     private static final MethodHandle ALLOCATE_STASHED;
     private static final VarHandle ATTACHMENT;
     private static final MethodHandle IS_BLOCK_PART;
-    private static final VarHandle STASHED;
 
     static {
         try {
@@ -56,7 +58,6 @@ public final class EngineAccess {
             ATTACHMENT = engine.findVarHandle(Allocation.class, "attachment", Object.class);
             IS_BLOCK_PART = engine.findStatic(engine.findClass("io.slabwise.BlockPool"), "isPart",
                     MethodType.methodType(boolean.class, Allocation.class));
-            STASHED = engine.findVarHandle(Allocation.class, "stashed", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -102,16 +103,6 @@ public final class EngineAccess {
         } catch (Throwable t) {
             throw new IllegalStateException(t);
         }
-    }
-
-    /**
-     * Whether {@code allocation}'s holder (from {@link #allocateStashed}) goes
-     * back to the stash of the thread that took it when that thread frees it;
-     * false for a virtual thread's, which nothing reuses, so an object
-     * attached to it would never be reused either.
-     */
-    public static boolean reusedByItsThread(Allocation allocation) {
-        return (boolean) STASHED.get(allocation); // only a thread's own cache makes stashed holders
     }
 
     /** The object kept with {@code allocation}'s holder, or null. */

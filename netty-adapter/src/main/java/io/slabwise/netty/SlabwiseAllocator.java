@@ -364,8 +364,11 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
          * {@link io.netty.util.IllegalReferenceCountException}. An object is
          * reused when it is released on the thread that allocated it, kept
          * with its allocation holder in that thread's cache (a few per
-         * thread); buffers of sequential allocators and block pools, and those
-         * of virtual threads, are not recycled.
+         * thread); a virtual thread's goes with its holder to the cache its
+         * arena's virtual threads share, and the next virtual thread there may
+         * take it, as Netty's adaptive allocator reuses its buffer objects
+         * across virtual threads. Buffers of sequential allocators and block
+         * pools are not recycled.
          */
         public Builder recycleBuffers(boolean recycle) {
             this.recycleBuffers = recycle;

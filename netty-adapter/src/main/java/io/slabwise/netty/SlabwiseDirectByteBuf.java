@@ -182,13 +182,8 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (!recycle) {
             buf = newInstance(false, nativeAccess);
         } else if ((buf = (SlabwiseDirectByteBuf) EngineAccess.attachment(a)) == null) {
-            // a new holder, or one whose object moved to another allocation; a holder that nothing reuses
-            // (a virtual thread's) gets a plain object, which skips the recycled object's resets
-            boolean reused = EngineAccess.reusedByItsThread(a);
-            buf = newInstance(reused, nativeAccess);
-            if (reused) {
-                EngineAccess.attach(a, buf);
-            }
+            buf = newInstance(true, nativeAccess); // a new holder, or one whose object moved to another allocation
+            EngineAccess.attach(a, buf);
         }
         if (buf.allocation != a) { // a recycled object comes back with its own holder (see init)
             buf.allocation = a;

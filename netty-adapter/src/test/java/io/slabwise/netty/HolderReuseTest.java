@@ -345,33 +345,123 @@ class HolderReuseTest {
     }
 
     /**
-     * Virtual threads share their arena's cache and get a new holder for
-     * every allocation, so nothing would reuse a buffer object kept with one:
-     * with recycling on, their buffers are plain objects that drop their
-     * holder when released, as in the safe default, and each allocation gets
-     * a new object.
+     * Virtual threads share their arena's cache, which keeps a released
+     * buffer's holder with its memory for the next virtual thread: in the safe
+     * default that thread gets a new buffer object over the same holder, and
+     * the released one still refuses every access; with recycling it gets the
+     * same object back, as Netty's adaptive allocator reuses its buffers
+     * across virtual threads.
      */
     @Test
-    void aVirtualThreadsBuffersAreNotKeptForReuse() throws Exception {
+    void aVirtualThreadsHolderServesTheNextVirtualThread() throws Exception {
         ExecutorService virtual = newVirtualThreadPerTaskExecutor();
         try {
-            SlabwiseAllocator allocator = allocator(true);
-            virtual.submit(() -> {
-                ByteBuf first = allocator.directBuffer(64);
+            for (boolean recycle : new boolean[] {false, true}) {
+                SlabwiseAllocator allocator = SlabwiseAllocator.builder().arenas(1).recycleBuffers(recycle).build();
+                made.add(allocator);
+                ByteBuf first = virtual.submit(() -> allocator.directBuffer(64)).get(30, TimeUnit.SECONDS);
                 SlabwiseDirectByteBuf object = unwrapped(first);
-                first.release();
-                assertNull(object.allocation(), "a released virtual thread's buffer kept its holder");
-                assertThrows(IllegalReferenceCountException.class, () -> first.getByte(0));
-                ByteBuf second = allocator.directBuffer(64);
-                assertNotSame(object, unwrapped(second));
-                second.release();
-                return null;
-            }).get(30, TimeUnit.SECONDS);
+                Allocation holder = object.allocation();
+                long address = holder.address();
+                virtual.submit(() -> first.release()).get(30, TimeUnit.SECONDS);
+                ByteBuf second = virtual.submit(() -> allocator.directBuffer(64)).get(30, TimeUnit.SECONDS);
+                SlabwiseDirectByteBuf next = unwrapped(second);
+                assertSame(holder, next.allocation(), "the kept holder did not serve the next virtual thread");
+                assertEquals(address, next.allocation().address());
+                if (recycle) {
+                    assertSame(object, next, "the recycled object did not serve the next virtual thread");
+                } else {
+                    assertNotSame(object, next);
+                    assertNull(object.allocation(), "a released buffer kept its holder");
+                    assertThrows(IllegalReferenceCountException.class, () -> first.getByte(0));
+                    assertThrows(IllegalReferenceCountException.class, () -> first.setByte(0, 1));
+                }
+                fill(second, 11);
+                assertTrue(holds(second, 11));
+                virtual.submit(() -> second.release()).get(30, TimeUnit.SECONDS);
+            }
         } finally {
             virtual.shutdown();
         }
         assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
     }
+
+    /**
+     * Many virtual threads on one arena, in both modes, each holding a few
+     * buffers of every kind of size at a time, filling each with a pattern of
+     * its own and checking it before releasing it, a third of the releases on
+     * a platform thread: holders and (recycling) buffer objects pass between
+     * them through the shared cache, and no live buffer ever sees another
+     * one's bytes. The pool ends with nothing live (see {@link #nothingLeftLive}).
+     */
+    @Test
+    void virtualThreadsPassingHoldersNeverShareBytes() throws Exception {
+        int[] sizes = {64, 1000, 4097, 100_000, 600_000, 2 << 20};
+        int threads = 8;
+        int rounds = 150;
+        for (boolean recycle : new boolean[] {false, true}) {
+            SlabwiseAllocator allocator = SlabwiseAllocator.builder().arenas(1).recycleBuffers(recycle).build();
+            made.add(allocator);
+            BlockingQueue<ByteBuf> toPlatform = new ArrayBlockingQueue<>(threads * rounds);
+            AtomicLong platformReleases = new AtomicLong();
+            Thread platform = new Thread(() -> {
+                try {
+                    for (ByteBuf buf = toPlatform.take(); buf != STOP; buf = toPlatform.take()) {
+                        buf.release();
+                        platformReleases.incrementAndGet();
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            platform.start();
+            ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+            List<Future<?>> futures = new ArrayList<>();
+            try {
+                for (int t = 0; t < threads; t++) {
+                    int seed = 1000 * t;
+                    futures.add(virtual.submit(() -> {
+                        Random random = new Random(seed);
+                        ArrayDeque<ByteBuf> held = new ArrayDeque<>();
+                        ArrayDeque<Long> stamps = new ArrayDeque<>();
+                        for (int round = 0; round < rounds; round++) {
+                            ByteBuf buf = allocator.directBuffer(sizes[random.nextInt(sizes.length)]);
+                            long stamp = seed + round;
+                            fill(buf, stamp);
+                            held.add(buf);
+                            stamps.add(stamp);
+                            Thread.yield(); // another virtual thread of the carrier runs while this one holds buffers
+                            if (held.size() > 2 || round == rounds - 1) {
+                                while (!held.isEmpty()) {
+                                    ByteBuf oldest = held.poll();
+                                    assertTrue(holds(oldest, stamps.poll()), "a live buffer's bytes were overwritten");
+                                    if (random.nextInt(3) == 0) {
+                                        toPlatform.add(oldest);
+                                    } else {
+                                        oldest.release();
+                                    }
+                                }
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> future : futures) {
+                    future.get(60, TimeUnit.SECONDS);
+                }
+            } finally {
+                virtual.shutdown();
+                toPlatform.add(STOP);
+            }
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+            platform.join(30_000);
+            assertTrue(platformReleases.get() > 0, "no release ran on the platform thread");
+            assertEquals(0, allocator.stats().liveAllocations(), allocator.stats()::report);
+        }
+    }
+
+    /** Ends the platform thread's releases. */
+    private static final ByteBuf STOP = io.netty.buffer.Unpooled.EMPTY_BUFFER;
 
     /** {@code Executors.newVirtualThreadPerTaskExecutor()}, where the JVM has it (Java 21+); the test is skipped otherwise. */
     private static ExecutorService newVirtualThreadPerTaskExecutor() throws Exception {
