@@ -554,7 +554,8 @@ final class ThreadCache {
         if (chunk != null) {
             return chunk.chunkSize();
         }
-        return dedicatedKeptFilled ? dedicatedKept.reserved : 0;
+        Allocation kept = dedicatedKept; // read by other threads while the owner (or a lock holder) keeps one
+        return dedicatedKeptFilled && kept != null ? kept.reserved : 0;
     }
 
     private void releaseDedicated() {
