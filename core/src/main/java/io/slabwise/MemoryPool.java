@@ -624,12 +624,25 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /** The rest of {@link #free}: every release whose holder is not kept filled; {@code counted} when it was counted. */
-    private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean counted) {
+    private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean countedFirst) {
         int reserved = allocation.reserved;
         Releaser releaser = allocation.releaser;
-        if (!counted && releaser == null && allocation.stashed && owner.isShared() && !chunk.evacuating
-                && admission.admitsFreely(category) && owner.tryKeepShared(allocation)) {
-            return; // a virtual thread's holder, kept with its memory for the next virtual thread of its arena
+        boolean counted = countedFirst;
+        if (!counted && releaser == null && allocation.stashed && owner.isShared() && owner.lockShared()) {
+            // a virtual thread's holder, kept with its memory for the next virtual thread of its arena; checked,
+            // counted (before the memory can be reused) and kept under the shared cache's lock, which orders the
+            // checks against the flush that a close, a waiter or a compaction asks of the shared cache
+            try {
+                if (!chunk.evacuating && admission.admitsFreely(category)) {
+                    owner.countReleaseLocked(category, allocation.requested, reserved);
+                    counted = true;
+                    if (chunk.huge ? owner.keepDedicatedFilled(allocation) : owner.keepFilled(allocation)) {
+                        return;
+                    }
+                }
+            } finally {
+                owner.unlockShared();
+            }
         }
         boolean onOwnerThread = owner.isOwnerThread();
         boolean closed = admission.isClosed();

@@ -82,11 +82,12 @@ import java.lang.ref.WeakReference;
  * (an allocation through the stacks, a release of one of its allocations,
  * {@link #tryReleaseShared}) is counted with plain stores; the rest with
  * atomic adds. Its holders kept filled and its holder stash work as a
- * thread's own, under the same lock ({@link #tryKeepShared},
- * {@link #takeFilled}, {@link #takeHolder()}), so a virtual thread's buffer
- * hands its holder, with its memory, to the next virtual thread of the arena,
- * and an allocate and release makes no holder object there either. Any thread
- * may flush it when no virtual thread holds it ({@link #flushShared()}).
+ * thread's own, under the same lock ({@link MemoryPool}'s release of a
+ * virtual thread's holder, {@link #takeFilled}, {@link #takeHolder()}), so a
+ * virtual thread's buffer hands its holder, with its memory, to the next
+ * virtual thread of the arena, and an allocate and release makes no holder
+ * object there either. Any thread may flush it when no virtual thread holds
+ * it ({@link #flushShared()}).
  *
  * <h2>Accounting</h2>
  * A cache carries its thread's {@link ThreadCounters}: what the thread's
@@ -199,7 +200,11 @@ final class ThreadCache {
         this.counters = new ThreadCounters(shared);
     }
 
-    /** The cache that virtual threads bound to {@code arena} share: no stacks, atomic counters. */
+    /**
+     * The cache that virtual threads bound to {@code arena} share: stacks,
+     * slots and stash used only under its lock, counts plain under the lock
+     * and atomic past it.
+     */
     static ThreadCache shared(ThreadCaches caches, MemoryLimit limit, Arena arena, int maxCachedSize,
                               int maxCachedBytesPerClass, int maxEntriesPerClass) {
         return new ThreadCache(caches, limit, arena, null, true, maxCachedSize, maxCachedBytesPerClass, maxEntriesPerClass);
@@ -405,7 +410,7 @@ final class ThreadCache {
             return false;
         }
         try {
-            counters.countRelease(category.id, requested, reserved, false, true);
+            counters.countReleaseLocked(category.id, requested, reserved);
             if (chunk.arena == arena) {
                 freeCached(chunk, handle, sizeIndex);
             } else {
@@ -479,7 +484,8 @@ final class ThreadCache {
      * Takes the dedicated region in this thread's slot if it fits a request
      * of {@code pages} bytes ({@link DedicatedRegions#fits}); null otherwise.
      * Answers a pending flush request first, since a dedicated region passes
-     * the stacks by. Owner thread.
+     * the stacks by. Owner thread (a shared cache never has a region there,
+     * see {@link #keepDedicated}).
      */
     Chunk takeDedicated(int pages) {
         if (flushRequested && !shared) {
@@ -574,7 +580,10 @@ final class ThreadCache {
         }
     }
 
-    /** Gives every cached entry back to the arena. Owner thread, or any thread once the owner is dead. */
+    /**
+     * Gives every cached entry back to the arena. Owner thread, or any thread
+     * once the owner is dead; for a shared cache, the holder of its lock.
+     */
     void flush() {
         flushRequested = false;
         unkeepLarge();
@@ -764,32 +773,15 @@ final class ThreadCache {
     // not cleared and filled. The buffer that released it dropped it first, so no stale buffer can
     // reach it (see SlabwiseDirectByteBuf.deallocate). The owner thread; in a shared cache, under its
     // lock, so that a virtual thread's holder serves the next virtual thread of the arena
-    // (tryKeepShared, takeFilledShared).
+    // (MemoryPool's release, takeFilledShared).
 
     /**
-     * For a shared cache: keeps {@code holder}, just released and not yet
-     * counted, filled as {@link #keepFilled} (or {@link #keepDedicatedFilled})
-     * would, and counts its release, all under the cache's lock; false, with
-     * nothing done, when another thread holds the lock or the holder cannot
-     * be kept. The caller has established that no limit and no evacuation
-     * applies. Any thread.
+     * Counts the release of an allocation this shared cache owns with plain
+     * writes; the caller holds the cache's lock (see {@link MemoryPool}'s
+     * release of a virtual thread's holder, which then keeps it filled).
      */
-    boolean tryKeepShared(Allocation holder) {
-        if (!lockShared()) {
-            return false;
-        }
-        try {
-            int categoryId = holder.category.id; // read first: a sweep that the keep sets off may clear the holder
-            int requested = holder.requested;
-            int reserved = holder.reserved;
-            if (!(holder.chunk.huge ? keepDedicatedFilled(holder) : keepFilled(holder))) {
-                return false;
-            }
-            counters.countRelease(categoryId, requested, reserved, false, true);
-            return true;
-        } finally {
-            unlockShared();
-        }
+    void countReleaseLocked(Category category, long requestedBytes, long reservedBytes) {
+        counters.countReleaseLocked(category.id, requestedBytes, reservedBytes);
     }
 
     /**

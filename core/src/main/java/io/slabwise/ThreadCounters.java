@@ -115,11 +115,7 @@ final class ThreadCounters {
             SLOT.getAndAdd(r, ALLOCATIONS, 1L);
             return;
         }
-        long[] c = (long[]) OWN_ARRAY.get(this);
-        if (base + FIELDS > c.length) {
-            c = Arrays.copyOf(c, Math.min(COUNTERS, Math.max(base + FIELDS, 2 * c.length)));
-            OWN_ARRAY.setRelease(this, c);
-        }
+        long[] c = own(base);
         VarHandle.releaseFence();
         c[base + RESERVED_IN] += reservedBytes;
         if (carved) {
@@ -153,6 +149,30 @@ final class ThreadCounters {
             }
             SLOT.getAndAdd(r, RELEASES, 1L);
         }
+    }
+
+    /**
+     * {@link #countRelease} with plain writes by the holder of a shared
+     * cache's lock, which may count the release of an allocation that was
+     * counted with atomic adds (past the lock, or a dedicated region) in a
+     * category the own array has no room for yet: room is made first.
+     */
+    void countReleaseLocked(int categoryId, long requestedBytes, long reservedBytes) {
+        own(categoryId * FIELDS);
+        countRelease(categoryId, requestedBytes, reservedBytes, false, true);
+    }
+
+    /** The own array, with room for the category at {@code base}; the exclusive writer only. */
+    private long[] own(int base) {
+        long[] c = (long[]) OWN_ARRAY.get(this);
+        return base + FIELDS <= c.length ? c : grownOwn(c, base);
+    }
+
+    /** Replaces the own array with a copy that has room for the category at {@code base}. */
+    private long[] grownOwn(long[] c, int base) {
+        long[] grown = Arrays.copyOf(c, Math.min(COUNTERS, Math.max(base + FIELDS, 2 * c.length)));
+        OWN_ARRAY.setRelease(this, grown);
+        return grown;
     }
 
     /** Counts a change of a live allocation's requested bytes (its reserved bytes stay); {@code exclusive} as above. */

@@ -312,6 +312,47 @@ class ThreadBindingTest {
     }
 
     /**
+     * A virtual thread's allocation in a category the shared cache had not
+     * counted under its lock yet (a dedicated region, always counted with
+     * atomic adds; a class allocated past the busy lock), released under the
+     * lock on another virtual thread: the count goes to the lock holder's
+     * array, which must make room for the category, and lands exactly once.
+     */
+    @Test
+    void aReleaseCountedUnderTheSharedLockMakesRoomForItsCategory() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            Category region = pool.category("regions");
+            Allocation dedicated = virtual.submit(() -> pool.allocateStashed(region, 600_000, false)).get();
+            virtual.submit(() -> pool.free(dedicated)).get();
+            assertTrue(dedicated.kept, "the region was not kept in the shared cache's slot");
+
+            Category past = pool.category("past_the_lock");
+            Allocation small;
+            assertTrue(shared.lockShared());
+            try {
+                small = virtual.submit(() -> pool.allocateStashed(past, 1000, false)).get();
+            } finally {
+                shared.unlockShared();
+            }
+            virtual.submit(() -> pool.free(small)).get();
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.liveAllocations(), stats::report);
+        assertEquals(0, stats.category("regions").requested(), stats::report);
+        assertEquals(0, stats.category("past_the_lock").requested(), stats::report);
+        assertEquals(2, stats.allocations());
+        pool.close();
+    }
+
+    /**
      * Many virtual threads on one arena's shared cache allocate stashed
      * holders of every kind of size (a class's stack, the large slot, the
      * dedicated slot, and above every slot), write a pattern of their own into
