@@ -234,6 +234,20 @@ class ThreadBindingTest {
         pool.close();
     }
 
+    /**
+     * An allocation a virtual thread makes while the test holds the shared
+     * cache's lock: past the cache, from the arena, counted with atomic adds.
+     */
+    private static Allocation allocatePastTheLock(ExecutorService virtual, MemoryPool pool, ThreadCache shared,
+                                                  Category category, int size) throws Exception {
+        assertTrue(shared.lockShared());
+        try {
+            return virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+        } finally {
+            shared.unlockShared();
+        }
+    }
+
     /** Allocations and releases enough for two sweeps of a cache. */
     private static final long SWEPT_ROUNDS = 2L * ThreadCache.SWEEP_INTERVAL + 7;
 
@@ -288,13 +302,7 @@ class ThreadBindingTest {
                     }
                     return null;
                 }).get();
-                Allocation odd;
-                assertTrue(shared.lockShared());
-                try {
-                    odd = virtual.submit(() -> pool.allocateStashed(category, 64, false)).get();
-                } finally {
-                    shared.unlockShared();
-                }
+                Allocation odd = allocatePastTheLock(virtual, pool, shared, category, 64);
                 virtual.submit(() -> pool.free(odd)).get();
             }
         } finally {
@@ -330,14 +338,7 @@ class ThreadBindingTest {
             virtual.submit(() -> pool.free(dedicated)).get();
             assertTrue(dedicated.kept, "the region was not kept in the shared cache's slot");
 
-            Category past = pool.category("past_the_lock");
-            Allocation small;
-            assertTrue(shared.lockShared());
-            try {
-                small = virtual.submit(() -> pool.allocateStashed(past, 1000, false)).get();
-            } finally {
-                shared.unlockShared();
-            }
+            Allocation small = allocatePastTheLock(virtual, pool, shared, pool.category("past_the_lock"), 1000);
             virtual.submit(() -> pool.free(small)).get();
         } finally {
             virtual.shutdown();
