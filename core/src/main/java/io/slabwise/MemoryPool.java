@@ -628,36 +628,22 @@ public final class MemoryPool implements AutoCloseable {
         int reserved = allocation.reserved;
         Releaser releaser = allocation.releaser;
         boolean counted = countedFirst;
-        if (!counted && releaser == null && allocation.stashed && owner.isShared() && owner.lockShared()) {
-            // a virtual thread's holder, kept with its memory for the next virtual thread of its arena; checked,
-            // counted (before the memory can be reused) and kept under the shared cache's lock, which orders the
-            // checks against the flush that a close, a waiter or a compaction asks of the shared cache
-            try {
-                if (!chunk.evacuating && admission.admitsFreely(category)) {
-                    owner.countReleaseLocked(category, allocation.requested, reserved);
-                    counted = true;
-                    if (chunk.huge ? owner.keepDedicatedFilled(allocation) : owner.keepFilled(allocation)) {
-                        return;
-                    }
-                }
-            } finally {
-                owner.unlockShared();
+        if (!counted && releaser == null && owner.isShared()) {
+            // a virtual thread's allocation: one step under the shared cache's lock, which orders its checks
+            // against the flush that a close, a waiter or a compaction asks of the shared cache
+            int outcome = owner.releaseShared(allocation, admission);
+            if (outcome == ThreadCache.SHARED_KEPT) {
+                return;
             }
+            if (outcome == ThreadCache.SHARED_CACHED) {
+                afterRelease(category, reserved, admission.isClosed() ? owner : null);
+                return;
+            }
+            counted = outcome == ThreadCache.SHARED_COUNTED;
         }
         boolean onOwnerThread = owner.isOwnerThread();
         boolean closed = admission.isClosed();
-        if (!counted && releaser == null && owner.isShared() && !chunk.huge && !chunk.evacuating && !closed
-                && !admission.hasWaiters()) {
-            // a virtual thread's allocation: counted and cached under the shared cache's lock, when it is free
-            int requested = allocation.requested;
-            long handle = allocation.handle;
-            int sizeIndex = allocation.sizeIndex;
-            allocation.clear();
-            if (!owner.tryReleaseShared(category, requested, reserved, chunk, handle, sizeIndex)) {
-                owner.countRelease(category, requested, reserved, false, false);
-                threadCaches.current().free(chunk, handle, sizeIndex);
-            }
-        } else if (releaser != null) {
+        if (releaser != null) {
             owner.countRelease(category, allocation.requested, reserved, true, onOwnerThread);
             releaser.release(allocation);
             allocation.clear();
@@ -678,22 +664,33 @@ public final class MemoryPool implements AutoCloseable {
                 (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
             }
         }
-        // read again now that the memory is back: a caller that began to wait after the read above
+        afterRelease(category, reserved, closed ? owner : null);
+        // cleared above; its next use is this thread's next allocation (a virtual thread's holder that came
+        // this way, past a busy or flushing shared cache, is left to the garbage collector)
+        if (allocation.stashed && onOwnerThread) {
+            owner.stashHolder(allocation);
+        }
+    }
+
+    /**
+     * What every release that gave memory back ends with: the category's
+     * tracked bytes, a waiter woken, and in a closed pool the memory given
+     * back at once ({@code closedOwner}, the released allocation's cache, is
+     * null while the pool is open).
+     */
+    private void afterRelease(Category category, int reserved, ThreadCache closedOwner) {
+        // read again now that the memory is back: a caller that began to wait after the checks above
         // may already have failed its try, and must be woken by this release
         if (category.release(reserved) || admission.hasWaiters()) {
             admission.released();
         }
-        if (closed) {
+        if (closedOwner != null) {
+            if (closedOwner.isShared()) {
+                closedOwner.flushShared(); // memory a virtual thread cached as the pool closed
+            }
             idle.reclaimAll(false); // a closed pool gives each chunk back as soon as it is empty
             if (committed.committed() == 0) {
                 idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
-            }
-        }
-        if (allocation.stashed) { // cleared above; its next use is the next allocation of this thread (or arena)
-            if (onOwnerThread) {
-                owner.stashHolder(allocation);
-            } else if (owner.isShared()) {
-                owner.stashHolderShared(allocation);
             }
         }
     }

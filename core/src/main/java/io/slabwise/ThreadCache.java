@@ -79,11 +79,12 @@ import java.lang.ref.WeakReference;
  * stacks are guarded by a try-lock: a virtual thread that finds another one
  * using them does not wait, but allocates from the arena or releases through
  * its lock-free remote-free queue. What is counted while holding the lock
- * (an allocation through the stacks, a release of one of its allocations,
- * {@link #tryReleaseShared}) is counted with plain stores; the rest with
- * atomic adds. Its holders kept filled and its holder stash work as a
- * thread's own, under the same lock ({@link MemoryPool}'s release of a
- * virtual thread's holder, {@link #takeFilled}, {@link #takeHolder()}), so a
+ * (an allocation through the stacks, a release of one of its allocations)
+ * is counted with plain stores; the rest with atomic adds. A release is one
+ * step under the lock ({@link #releaseShared}): counted, then its holder kept
+ * filled, or its memory cached and its holder stashed. Its holders kept
+ * filled and its holder stash work as a thread's own, under the same lock
+ * ({@link #releaseShared}, {@link #takeFilled}, {@link #takeHolder()}), so a
  * virtual thread's buffer hands its holder, with its memory, to the next
  * virtual thread of the arena, and an allocate and release makes no holder
  * object there either. Any thread may flush it when no virtual thread holds
@@ -399,27 +400,59 @@ final class ThreadCache {
         return shared;
     }
 
+    /** {@link #releaseShared}: nothing done; the lock was taken, or the release must go past the cache. */
+    static final int SHARED_PASSED = 0;
+    /** {@link #releaseShared}: counted, and the holder kept filled; nothing is left to do. */
+    static final int SHARED_KEPT = 1;
+    /** {@link #releaseShared}: counted, the memory cached (or sent to its arena), the holder cleared. */
+    static final int SHARED_CACHED = 2;
+    /** {@link #releaseShared}: counted only; a dedicated region the slot did not keep, for the caller to free. */
+    static final int SHARED_COUNTED = 3;
+
     /**
-     * For a shared cache: counts the release of an allocation it owns and
-     * caches the memory (or hands it to its arena's remote-free queue), all
-     * under the cache's lock, so that the counts are plain writes; false,
-     * with nothing done, when another virtual thread holds the lock. Any thread.
+     * Releases an allocation this shared cache owns in one step under its
+     * lock, so that its counts are plain writes and its checks are ordered
+     * against the flush a close, a waiter or a compaction asks of the cache.
+     * The release is counted; then a stashed holder in a category without a
+     * quota keeps its memory for the arena's next virtual thread, or else the
+     * memory goes into the stacks (or its own arena) and a stashed holder,
+     * cleared, into the stash. Any thread, for an allocation without a
+     * releaser.
+     *
+     * @return {@link #SHARED_PASSED} (another virtual thread holds the lock,
+     *         the pool is closed, someone waits for memory, or the chunk is
+     *         being evacuated), {@link #SHARED_KEPT}, {@link #SHARED_CACHED},
+     *         or {@link #SHARED_COUNTED}
      */
-    boolean tryReleaseShared(Category category, int requested, int reserved, Chunk chunk, long handle, int sizeIndex) {
+    int releaseShared(Allocation allocation, Admission admission) {
         if (!lockShared()) {
-            return false;
+            return SHARED_PASSED;
         }
         try {
-            counters.countReleaseLocked(category.id, requested, reserved);
-            if (chunk.arena == arena) {
-                freeCached(chunk, handle, sizeIndex);
-            } else {
-                chunk.arena.freeFromOtherArena(chunk, handle);
+            Chunk chunk = allocation.chunk;
+            Category category = allocation.category;
+            if (chunk.evacuating || admission.isClosed() || admission.hasWaiters()) {
+                return SHARED_PASSED;
             }
+            counters.countReleaseLocked(category.id, allocation.requested, allocation.reserved);
+            boolean keeps = allocation.stashed && !category.tracked; // a tracked category's bytes must come back
+            if (chunk.huge) {
+                return keeps && keepDedicatedFilled(allocation) ? SHARED_KEPT : SHARED_COUNTED;
+            }
+            if (keeps && keepFilled(allocation)) {
+                return SHARED_KEPT;
+            }
+            long handle = allocation.handle;
+            int sizeIndex = allocation.sizeIndex;
+            allocation.clear();
+            freeCached(chunk, handle, sizeIndex);
+            if (allocation.stashed) {
+                stashHolder(allocation);
+            }
+            return SHARED_CACHED;
         } finally {
             unlockShared();
         }
-        return true;
     }
 
     /** Changes the requested size of a live allocation this cache owns, which keeps its size class. */
@@ -727,21 +760,6 @@ final class ThreadCache {
     }
 
     /**
-     * Keeps a cleared holder of a shared cache's stash for the next
-     * allocation of any virtual thread; dropped when another thread holds the
-     * lock or the stash is full. Any thread.
-     */
-    void stashHolderShared(Allocation holder) {
-        if (lockShared()) {
-            try {
-                stashHolder(holder);
-            } finally {
-                unlockShared();
-            }
-        }
-    }
-
-    /**
      * Keeps a cleared holder of the stash for the next allocation, if there is
      * room; the owner thread, or the shared cache's lock held.
      */
@@ -774,15 +792,6 @@ final class ThreadCache {
     // reach it (see SlabwiseDirectByteBuf.deallocate). The owner thread; in a shared cache, under its
     // lock, so that a virtual thread's holder serves the next virtual thread of the arena
     // (MemoryPool's release, takeFilledShared).
-
-    /**
-     * Counts the release of an allocation this shared cache owns with plain
-     * writes; the caller holds the cache's lock (see {@link MemoryPool}'s
-     * release of a virtual thread's holder, which then keeps it filled).
-     */
-    void countReleaseLocked(Category category, long requestedBytes, long reservedBytes) {
-        counters.countReleaseLocked(category.id, requestedBytes, reservedBytes);
-    }
 
     /**
      * Keeps a stashed holder whose allocation was just released (and

@@ -18,6 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -351,6 +352,120 @@ class ThreadBindingTest {
         assertEquals(0, stats.category("past_the_lock").requested(), stats::report);
         assertEquals(2, stats.allocations());
         pool.close();
+    }
+
+    /**
+     * A virtual thread's holder in a category with a quota is never kept
+     * filled: its release, one step under the shared cache's lock, counts it,
+     * caches its memory in the class's stack, stashes the cleared holder and
+     * gives the quota its bytes back, so the next virtual thread fits under
+     * the quota again, in the same holder and the same memory.
+     */
+    @Test
+    void aVirtualThreadsReleaseInAQuotaCategoryCachesItsMemoryAndStashesItsHolder() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        int size = 1024;
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).quota("capped", 4 * size).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        Category capped = pool.category("capped");
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        try {
+            for (int round = 0; round < 3; round++) {
+                List<Allocation> held = new ArrayList<>();
+                for (int i = 0; i < 4; i++) {
+                    held.add(virtual.submit(() -> pool.allocateStashed(capped, size, false)).get());
+                }
+                assertEquals(4L * size, capped.trackedReserved.get());
+                assertThrows(MemoryLimitException.class,
+                        () -> unwrap(virtual.submit(() -> pool.allocateStashed(capped, size, false))));
+                int stashedBefore = shared.stashedHolders();
+                long[] addresses = new long[held.size()];
+                for (int i = 0; i < held.size(); i++) {
+                    Allocation a = held.get(i);
+                    addresses[i] = a.address();
+                    virtual.submit(() -> pool.free(a)).get();
+                    assertFalse(a.kept, "a quota category's holder was kept filled");
+                    assertFalse(a.isLive());
+                }
+                assertEquals(0, capped.trackedReserved.get(), "the quota did not get its bytes back");
+                assertEquals(stashedBefore + held.size(), shared.stashedHolders(), "the cleared holders were not stashed");
+                assertTrue(shared.stackFill(SizeClasses.indexOf(size))[0] >= held.size(), "the memory was not cached");
+                // the stash and the stack are both last in, first out: the last holder released comes back first,
+                // with the last memory released
+                Allocation next = virtual.submit(() -> pool.allocateStashed(capped, size, false)).get();
+                assertSame(held.get(held.size() - 1), next);
+                assertEquals(addresses[held.size() - 1], next.address());
+                virtual.submit(() -> pool.free(next)).get();
+            }
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.reservedBytes(), stats::report);
+        assertEquals(0, stats.liveAllocations(), stats::report);
+        assertEquals(15, stats.allocations());
+        pool.close();
+        assertEquals(0, pool.committedBytes(), "the closed pool kept memory the shared cache had cached");
+    }
+
+    /**
+     * Virtual threads release their buffers after the pool closed, some with
+     * the shared cache free and some while another thread holds its lock:
+     * nothing is cached or kept, and the last release leaves the pool with
+     * nothing committed.
+     */
+    @Test
+    void virtualThreadsReleasingIntoAClosedPoolLeaveNothingCommitted() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        Category category = pool.defaultCategory();
+        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
+        List<Allocation> held = new ArrayList<>();
+        try {
+            for (int size : new int[] {64, 1000, 5000, 100_000, 600_000, 3_000_000}) {
+                for (int i = 0; i < 4; i++) {
+                    held.add(virtual.submit(() -> pool.allocateStashed(category, size, false)).get());
+                    Allocation plain = new Allocation();
+                    virtual.submit(() -> pool.allocate(size, plain)).get();
+                    held.add(plain);
+                }
+            }
+            pool.close();
+            assertTrue(pool.committedBytes() > 0);
+            for (int i = 0; i < held.size(); i++) {
+                Allocation a = held.get(i);
+                if (i % 3 == 0) {
+                    assertTrue(shared.lockShared());
+                    try {
+                        virtual.submit(() -> pool.free(a)).get(); // past the busy cache
+                    } finally {
+                        shared.unlockShared();
+                    }
+                } else {
+                    virtual.submit(() -> pool.free(a)).get();
+                }
+                assertFalse(a.kept, "kept in a closed pool");
+            }
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
+        PoolStats stats = pool.stats();
+        assertEquals(0, stats.liveAllocations(), stats::report);
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, pool.committedBytes(), "a closed pool kept memory after its last release");
+    }
+
+    /** The value of a finished task, or its failure's cause thrown. */
+    private static <T> T unwrap(Future<T> future) throws Throwable {
+        try {
+            return future.get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause();
+        }
     }
 
     /**
