@@ -132,14 +132,7 @@ final class ThreadCounters {
     void countRelease(int categoryId, long requestedBytes, long reservedBytes, boolean carved, boolean exclusive) {
         int base = categoryId * FIELDS;
         if (exclusive) {
-            long[] c = (long[]) OWN_ARRAY.get(this);
-            VarHandle.releaseFence();
-            c[base + REQUESTED_OUT] += requestedBytes;
-            c[base + RESERVED_OUT] += reservedBytes;
-            if (carved) {
-                c[base + CARVED_OUT] += reservedBytes;
-            }
-            c[base + RELEASES]++;
+            countReleaseInto((long[]) OWN_ARRAY.get(this), base, requestedBytes, reservedBytes, carved);
         } else {
             long[] r = remote(categoryId);
             SLOT.getAndAdd(r, REQUESTED_OUT, requestedBytes);
@@ -158,8 +151,19 @@ final class ThreadCounters {
      * category the own array has no room for yet: room is made first.
      */
     void countReleaseLocked(int categoryId, long requestedBytes, long reservedBytes) {
-        own(categoryId * FIELDS);
-        countRelease(categoryId, requestedBytes, reservedBytes, false, true);
+        int base = categoryId * FIELDS;
+        countReleaseInto(own(base), base, requestedBytes, reservedBytes, false);
+    }
+
+    /** A release counted with plain writes into the own array {@code c}, whose category starts at {@code base}. */
+    private static void countReleaseInto(long[] c, int base, long requestedBytes, long reservedBytes, boolean carved) {
+        VarHandle.releaseFence();
+        c[base + REQUESTED_OUT] += requestedBytes;
+        c[base + RESERVED_OUT] += reservedBytes;
+        if (carved) {
+            c[base + CARVED_OUT] += reservedBytes;
+        }
+        c[base + RELEASES]++;
     }
 
     /** The own array, with room for the category at {@code base}; the exclusive writer only. */
