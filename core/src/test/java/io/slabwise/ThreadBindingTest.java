@@ -141,8 +141,7 @@ class ThreadBindingTest {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).arenaSpreadBytes(0).build());
         int tasks = 5_000;
         List<Allocation> handedOver = java.util.Collections.synchronizedList(new ArrayList<>());
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
-        try {
+        onVirtualThreads(virtual -> {
             List<Future<?>> futures = new ArrayList<>();
             for (int i = 0; i < tasks; i++) {
                 int size = 64 + (i * 37) % 70_000; // small, page-run and above-cached sizes
@@ -160,10 +159,7 @@ class ThreadBindingTest {
             for (Future<?> future : futures) {
                 future.get();
             }
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         assertEquals(0, pool.platformThreadCaches(), "no virtual thread registered a cache of its own");
         assertEquals(tasks, handedOver.size());
         assertTrue(pool.requestedBytes() > 0);
@@ -188,9 +184,8 @@ class ThreadBindingTest {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
         ThreadCache shared = pool.threadCaches.shared(0);
         List<Allocation> held = java.util.Collections.synchronizedList(new ArrayList<>());
-        long requested = 0;
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
-        try {
+        onVirtualThreads(virtual -> {
+            long requested = 0;
             assertTrue(shared.lockShared());
             try {
                 List<Future<?>> futures = new ArrayList<>();
@@ -221,14 +216,9 @@ class ThreadBindingTest {
             for (Future<?> release : releases) {
                 release.get();
             }
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         PoolStats stats = pool.stats();
-        assertEquals(0, stats.requestedBytes(), stats::report);
-        assertEquals(0, stats.reservedBytes());
-        assertEquals(0, stats.liveAllocations());
+        assertNothingLive(stats);
         assertEquals(400, stats.allocations());
         pool.trim();
         assertEquals(0, pool.committedBytes(), "everything came back");
@@ -265,8 +255,7 @@ class ThreadBindingTest {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
         ThreadCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
-        try {
+        onVirtualThreads(virtual -> {
             for (int size : new int[] {1000, 100_000, 600_000}) { // a class's stack, the large slot, the dedicated slot
                 Allocation first = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
                 long address = first.address();
@@ -306,14 +295,9 @@ class ThreadBindingTest {
                 Allocation odd = allocatePastTheLock(virtual, pool, shared, category, 64);
                 virtual.submit(() -> pool.free(odd)).get();
             }
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         PoolStats stats = pool.stats();
-        assertEquals(0, stats.requestedBytes(), stats::report);
-        assertEquals(0, stats.reservedBytes(), stats::report);
-        assertEquals(0, stats.liveAllocations());
+        assertNothingLive(stats);
         assertEquals(9 + 2 * (SWEPT_ROUNDS + 1), stats.allocations());
         pool.trim();
         assertEquals(0, pool.committedBytes(), "kept holders' memory came back at the trim");
@@ -332,8 +316,7 @@ class ThreadBindingTest {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
         ThreadCache shared = pool.threadCaches.shared(0);
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
-        try {
+        onVirtualThreads(virtual -> {
             Category region = pool.category("regions");
             Allocation dedicated = virtual.submit(() -> pool.allocateStashed(region, 600_000, false)).get();
             virtual.submit(() -> pool.free(dedicated)).get();
@@ -341,13 +324,9 @@ class ThreadBindingTest {
 
             Allocation small = allocatePastTheLock(virtual, pool, shared, pool.category("past_the_lock"), 1000);
             virtual.submit(() -> pool.free(small)).get();
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         PoolStats stats = pool.stats();
-        assertEquals(0, stats.requestedBytes(), stats::report);
-        assertEquals(0, stats.liveAllocations(), stats::report);
+        assertNothingLive(stats);
         assertEquals(0, stats.category("regions").requested(), stats::report);
         assertEquals(0, stats.category("past_the_lock").requested(), stats::report);
         assertEquals(2, stats.allocations());
@@ -368,8 +347,7 @@ class ThreadBindingTest {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).quota("capped", 4 * size).build());
         ThreadCache shared = pool.threadCaches.shared(0);
         Category capped = pool.category("capped");
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
-        try {
+        onVirtualThreads(virtual -> {
             for (int round = 0; round < 3; round++) {
                 List<Allocation> held = new ArrayList<>();
                 for (int i = 0; i < 4; i++) {
@@ -397,14 +375,9 @@ class ThreadBindingTest {
                 assertEquals(addresses[held.size() - 1], next.address());
                 virtual.submit(() -> pool.free(next)).get();
             }
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         PoolStats stats = pool.stats();
-        assertEquals(0, stats.requestedBytes(), stats::report);
-        assertEquals(0, stats.reservedBytes(), stats::report);
-        assertEquals(0, stats.liveAllocations(), stats::report);
+        assertNothingLive(stats);
         assertEquals(15, stats.allocations());
         pool.close();
         assertEquals(0, pool.committedBytes(), "the closed pool kept memory the shared cache had cached");
@@ -422,9 +395,8 @@ class ThreadBindingTest {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
         ThreadCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
         List<Allocation> held = new ArrayList<>();
-        try {
+        onVirtualThreads(virtual -> {
             for (int size : new int[] {64, 1000, 5000, 100_000, 600_000, 3_000_000}) {
                 for (int i = 0; i < 4; i++) {
                     held.add(virtual.submit(() -> pool.allocateStashed(category, size, false)).get());
@@ -449,13 +421,9 @@ class ThreadBindingTest {
                 }
                 assertFalse(a.kept, "kept in a closed pool");
             }
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         PoolStats stats = pool.stats();
-        assertEquals(0, stats.liveAllocations(), stats::report);
-        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertNothingLive(stats);
         assertEquals(0, pool.committedBytes(), "a closed pool kept memory after its last release");
     }
 
@@ -496,8 +464,7 @@ class ThreadBindingTest {
             }
         });
         platform.start();
-        ExecutorService virtual = newVirtualThreadPerTaskExecutor();
-        try {
+        onVirtualThreads(virtual -> {
             CyclicBarrier start = new CyclicBarrier(threads);
             List<Future<?>> futures = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
@@ -525,19 +492,14 @@ class ThreadBindingTest {
             for (Future<?> future : futures) {
                 future.get(60, TimeUnit.SECONDS);
             }
-        } finally {
-            virtual.shutdown();
-            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
-        }
+        });
         platform.join(30_000);
         assertFalse(platform.isAlive());
         if (failure.get() != null) {
             throw new AssertionError(failure.get());
         }
         PoolStats stats = pool.stats();
-        assertEquals(0, stats.requestedBytes(), stats::report);
-        assertEquals(0, stats.reservedBytes(), stats::report);
-        assertEquals(0, stats.liveAllocations());
+        assertNothingLive(stats);
         assertEquals((long) threads * rounds, stats.allocations());
         pool.trim();
         assertEquals(0, pool.committedBytes(), "everything came back");
@@ -549,10 +511,33 @@ class ThreadBindingTest {
         assertFalse(VirtualThreads.isVirtual(Thread.currentThread()));
     }
 
-    /** {@code Executors.newVirtualThreadPerTaskExecutor()}, looked up because the tests compile for Java 17. */
-    private static ExecutorService newVirtualThreadPerTaskExecutor() throws Exception {
+    /** No live allocation left, and none of their bytes counted as requested or reserved. */
+    private static void assertNothingLive(PoolStats stats) {
+        assertEquals(0, stats.liveAllocations(), stats::report);
+        assertEquals(0, stats.requestedBytes(), stats::report);
+        assertEquals(0, stats.reservedBytes(), stats::report);
+    }
+
+    /** What a test does with an executor that starts a virtual thread per task. */
+    private interface OnVirtualThreads {
+        void run(ExecutorService virtual) throws Exception;
+    }
+
+    /**
+     * Runs {@code body} with an executor that starts a virtual thread per task
+     * ({@code Executors.newVirtualThreadPerTaskExecutor()}, looked up because
+     * the tests compile for Java 17), then shuts it down and waits for its
+     * tasks; the caller has assumed virtual threads are supported.
+     */
+    private static void onVirtualThreads(OnVirtualThreads body) throws Exception {
         Method factory = java.util.concurrent.Executors.class.getMethod("newVirtualThreadPerTaskExecutor");
-        return (ExecutorService) factory.invoke(null);
+        ExecutorService virtual = (ExecutorService) factory.invoke(null);
+        try {
+            body.run(virtual);
+        } finally {
+            virtual.shutdown();
+            assertTrue(virtual.awaitTermination(30, TimeUnit.SECONDS));
+        }
     }
 
     /**
