@@ -18,7 +18,8 @@
 # recycling variant if present, pooled, adaptive); SIZES (comma-separated, default every size of the
 # benchmark); THREAD_KINDS (default "fast platform virtual"); LEAK_DETECTION (Netty's
 # io.netty.leakDetection.level, default disabled, so that sampled leak records do not count as garbage);
-# OUT (default: a new folder under benchmarks/target/hot-path).
+# OUT (default: a new folder under benchmarks/target/hot-path); BENCHMARK (default allocateRelease;
+# burstRelease holds four buffers at once and times the four allocations and releases together).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=benchmarks/bench-common.sh
@@ -29,13 +30,14 @@ allocators=${ALLOCATORS:-$(default_allocators)}
 sizes=${SIZES:-64,1024,4097,8193,65536,131072,524288,1048576,4194304}
 kinds=${THREAD_KINDS:-fast platform virtual}
 leak=${LEAK_DETECTION:-disabled}
+benchmark=${BENCHMARK:-allocateRelease}
 out=${OUT:-benchmarks/target/hot-path/$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 major=$(java_major)
 base="-Xmx1g -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED -Dio.netty.leakDetection.level=$leak ${JAVA_OPTS:-}"
 
 describe_stack
-echo "mode: $mode (${timing[*]} -f $forks -prof gc)  allocators: $allocators  sizes: $sizes  leak detection: $leak"
+echo "benchmark: $benchmark  mode: $mode (${timing[*]} -f $forks -prof gc)  allocators: $allocators  sizes: $sizes  leak detection: $leak"
 echo "results: $out"
 : > "$out/loads"
 files=()
@@ -51,13 +53,13 @@ for kind in $kinds; do
   echo "$kind $(load1)" >> "$out/loads"
   echo "== thread kind $kind: started at load $(load1)"
   # -jvmArgsAppend on the command line replaces the benchmark's @Fork options, executor included
-  "$java" -jar "$jar" 'AllocateReleaseBenchmark.allocateRelease$' -p allocator="${allocators// /,}" -p size="$sizes" \
+  "$java" -jar "$jar" "AllocateReleaseBenchmark.$benchmark\$" -p allocator="${allocators// /,}" -p size="$sizes" \
       -f "$forks" "${timing[@]}" -prof gc -rf json -rff "$out/hot-path@$kind.json" -jvmArgsAppend "$base $executor" \
       > "$out/jmh@$kind.log" 2>&1 || { echo "JMH failed for $kind, see $out/jmh@$kind.log" >&2; tail -20 "$out/jmh@$kind.log" >&2; exit 1; }
   files+=("$out/hot-path@$kind.json")
 done
 echo "finished at load $(load1)"
 echo
-echo "allocateRelease, ns/op ± 99.9% error (gc.alloc.rate.norm, B/op); ratio = Slabwise / best Netty allocator of the row"
+echo "$benchmark, ns/op ± 99.9% error (gc.alloc.rate.norm, B/op); ratio = Slabwise / best Netty allocator of the row"
 echo
 ALLOCATORS_ORDER="$allocators" LOADS="$out/loads" jmh_table size,label "${files[@]}" | sed '1s/| label |/| threads |/'

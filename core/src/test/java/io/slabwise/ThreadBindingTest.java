@@ -384,6 +384,34 @@ class ThreadBindingTest {
     }
 
     /**
+     * A virtual thread's allocation that finds no kept holder of its size
+     * takes a blank holder from the shared cache's stash (here one a quota
+     * category's release left there) rather than making one.
+     */
+    @Test
+    void aVirtualThreadWithNoKeptHolderTakesAStashedBlankOne() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).quota("capped", 1 << 20).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        Category capped = pool.category("capped");
+        onVirtualThreads(virtual -> {
+            Allocation quoted = virtual.submit(() -> pool.allocateStashed(capped, 1000, false)).get();
+            virtual.submit(() -> pool.free(quoted)).get();
+            assertEquals(1, shared.stashedHolders());
+            Allocation other = virtual.submit(() -> pool.allocateStashed(pool.defaultCategory(), 5000, false)).get();
+            assertSame(quoted, other, "a new holder was made while the stash had one");
+            assertEquals(0, shared.stashedHolders());
+            assertTrue(other.isLive());
+            assertEquals(5000, other.requestedBytes());
+            virtual.submit(() -> pool.free(other)).get();
+            assertTrue(other.kept, "a default-category holder is kept filled");
+        });
+        assertNothingLive(pool.stats());
+        pool.close();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
      * Virtual threads release their buffers after the pool closed, some with
      * the shared cache free and some while another thread holds its lock:
      * nothing is cached or kept, and the last release leaves the pool with

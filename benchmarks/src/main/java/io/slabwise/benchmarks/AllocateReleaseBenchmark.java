@@ -24,6 +24,10 @@ import java.util.concurrent.TimeUnit;
  * <p>{@link #allocateRelease} measures the allocator alone.
  * {@link #touchRelease} also writes one byte per 4 KiB page of the buffer, so
  * an allocator that hands out cold memory (freshly mapped pages) pays for it.
+ * {@link #burstRelease} holds {@value #BURST} buffers at once before releasing
+ * them in the order they came, as a request that takes a header, a body and a
+ * response does: only the first allocation can take what the previous release
+ * left at hand, the others go to the cache or the pool behind it.
  * Sizes include ones just past a size class and half a page ({@code 4097}), just
  * past a page ({@code 8193}), runs above the thread-cached sizes (128 KiB) and
  * at Slabwise's dedicated threshold (512 KiB), a large one (1 MiB), where
@@ -47,7 +51,11 @@ public class AllocateReleaseBenchmark {
     @Param({"64", "1024", "4097", "8193", "65536", "131072", "524288", "1048576", "4194304"})
     public int size;
 
+    /** Buffers {@link #burstRelease} holds at once. */
+    public static final int BURST = 4;
+
     private ByteBufAllocator alloc;
+    private final ByteBuf[] burst = new ByteBuf[BURST];
 
     /** Makes a fresh allocator for the trial. */
     @Setup(Level.Trial)
@@ -75,5 +83,21 @@ public class AllocateReleaseBenchmark {
         int last = buf.getByte(size - 1);
         buf.release();
         return last;
+    }
+
+    /** Allocates {@value #BURST} buffers, then releases them oldest first; the time is for all of them. */
+    @Benchmark
+    public int burstRelease() {
+        ByteBuf[] held = burst;
+        for (int i = 0; i < held.length; i++) {
+            held[i] = alloc.directBuffer(size);
+        }
+        int capacity = 0;
+        for (int i = 0; i < held.length; i++) {
+            capacity += held[i].capacity();
+            held[i].release();
+            held[i] = null;
+        }
+        return capacity;
     }
 }
