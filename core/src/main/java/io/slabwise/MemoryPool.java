@@ -624,22 +624,24 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /** The rest of {@link #free}: every release whose holder is not kept filled; {@code counted} when it was counted. */
-    private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean countedFirst) {
+    private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean counted) {
         int reserved = allocation.reserved;
         Releaser releaser = allocation.releaser;
-        boolean counted = countedFirst;
         if (!counted && releaser == null && owner.isShared()) {
             // a virtual thread's allocation: one step under the shared cache's lock, which orders its checks
             // against the flush that a close, a waiter or a compaction asks of the shared cache
             int outcome = owner.releaseShared(allocation, admission);
-            if (outcome == ThreadCache.SHARED_KEPT) {
+            if (outcome != ThreadCache.SHARED_PASSED) { // the holder is done with: it may already serve another thread
+                if (outcome == ThreadCache.SHARED_KEPT) {
+                    return;
+                }
+                boolean closed = admission.isClosed();
+                if (outcome == ThreadCache.SHARED_REGION) {
+                    freeDedicated(chunk, closed, null);
+                }
+                afterRelease(category, reserved, closed ? owner : null);
                 return;
             }
-            if (outcome == ThreadCache.SHARED_CACHED) {
-                afterRelease(category, reserved, admission.isClosed() ? owner : null);
-                return;
-            }
-            counted = outcome == ThreadCache.SHARED_COUNTED;
         }
         boolean onOwnerThread = owner.isOwnerThread();
         boolean closed = admission.isClosed();

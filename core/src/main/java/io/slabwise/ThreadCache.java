@@ -406,8 +406,11 @@ final class ThreadCache {
     static final int SHARED_KEPT = 1;
     /** {@link #releaseShared}: counted, the memory cached (or sent to its arena), the holder cleared. */
     static final int SHARED_CACHED = 2;
-    /** {@link #releaseShared}: counted only; a dedicated region the slot did not keep, for the caller to free. */
-    static final int SHARED_COUNTED = 3;
+    /**
+     * {@link #releaseShared}: counted, the holder cleared; its memory, a
+     * dedicated region the slot did not keep, is the caller's to give back.
+     */
+    static final int SHARED_REGION = 3;
 
     /**
      * Releases an allocation this shared cache owns in one step under its
@@ -415,14 +418,16 @@ final class ThreadCache {
      * against the flush a close, a waiter or a compaction asks of the cache.
      * The release is counted; then a stashed holder in a category without a
      * quota keeps its memory for the arena's next virtual thread, or else the
-     * memory goes into the stacks (or its own arena) and a stashed holder,
-     * cleared, into the stash. Any thread, for an allocation without a
-     * releaser.
+     * memory goes into the stacks (or its own arena; a dedicated region is
+     * left to the caller) and a stashed holder, cleared, into the stash. Any
+     * thread, for an allocation without a releaser; once this returned
+     * anything but {@link #SHARED_PASSED}, the caller must not touch
+     * {@code allocation} again, which another virtual thread may be using.
      *
      * @return {@link #SHARED_PASSED} (another virtual thread holds the lock,
      *         the pool is closed, someone waits for memory, or the chunk is
      *         being evacuated), {@link #SHARED_KEPT}, {@link #SHARED_CACHED},
-     *         or {@link #SHARED_COUNTED}
+     *         or {@link #SHARED_REGION}
      */
     int releaseShared(Allocation allocation, Admission admission) {
         if (!lockShared()) {
@@ -436,20 +441,19 @@ final class ThreadCache {
             }
             counters.countReleaseLocked(category.id, allocation.requested, allocation.reserved);
             boolean keeps = allocation.stashed && !category.tracked; // a tracked category's bytes must come back
-            if (chunk.huge) {
-                return keeps && keepDedicatedFilled(allocation) ? SHARED_KEPT : SHARED_COUNTED;
-            }
-            if (keeps && keepFilled(allocation)) {
+            if (keeps && (chunk.huge ? keepDedicatedFilled(allocation) : keepFilled(allocation))) {
                 return SHARED_KEPT;
             }
             long handle = allocation.handle;
             int sizeIndex = allocation.sizeIndex;
             allocation.clear();
-            freeCached(chunk, handle, sizeIndex);
+            if (!chunk.huge) {
+                freeCached(chunk, handle, sizeIndex);
+            }
             if (allocation.stashed) {
                 stashHolder(allocation);
             }
-            return SHARED_CACHED;
+            return chunk.huge ? SHARED_REGION : SHARED_CACHED;
         } finally {
             unlockShared();
         }

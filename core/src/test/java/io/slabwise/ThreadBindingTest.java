@@ -412,6 +412,47 @@ class ThreadBindingTest {
     }
 
     /**
+     * A virtual thread that holds more dedicated regions than the shared
+     * cache's one slot keeps: the regions the slot cannot take go back to the
+     * pool's idle regions, and their cleared holders to the shared stash, so
+     * that the next burst makes no new holder.
+     */
+    @Test
+    void aVirtualThreadsRegionsPastTheSlotLeaveTheirHoldersInTheStash() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
+        ThreadCache shared = pool.threadCaches.shared(0);
+        Category category = pool.defaultCategory();
+        int size = 1 << 20;
+        onVirtualThreads(virtual -> {
+            List<Allocation> first = virtual.submit(() -> burst(pool, category, size)).get();
+            assertEquals(1, first.stream().filter(a -> a.kept).count(), "one region kept filled in the slot");
+            assertEquals(3, shared.stashedHolders(), "the holders of the regions past the slot were not stashed");
+            List<Allocation> second = virtual.submit(() -> burst(pool, category, size)).get();
+            assertTrue(new java.util.HashSet<>(first).containsAll(second), "the second burst made new holders");
+            PoolStats stats = pool.stats();
+            assertNothingLive(stats);
+            assertEquals(8, stats.allocations());
+        });
+        pool.close();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /** Four allocations of {@code size} held at once, each written to, then released oldest first. */
+    private static List<Allocation> burst(MemoryPool pool, Category category, int size) {
+        List<Allocation> held = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            Allocation a = pool.allocateStashed(category, size, false);
+            a.buffer().putInt(size - 4, i);
+            held.add(a);
+        }
+        for (Allocation a : held) {
+            pool.free(a);
+        }
+        return held;
+    }
+
+    /**
      * Virtual threads release their buffers after the pool closed, some with
      * the shared cache free and some while another thread holds its lock:
      * nothing is cached or kept, and the last release leaves the pool with
