@@ -79,8 +79,9 @@ import java.lang.ref.WeakReference;
  * stacks are guarded by a try-lock: a virtual thread that finds another one
  * using them does not wait, but allocates from the arena or releases through
  * its lock-free remote-free queue. What is counted while holding the lock
- * (an allocation through the stacks, a release of one of its allocations)
- * is counted with plain stores; the rest with atomic adds. A release is one
+ * (an allocation through the stacks, a dedicated region or a carved slice
+ * counted while the lock is free, a release of one of its allocations) is
+ * counted with plain stores; the rest with atomic adds. A release is one
  * step under the lock ({@link #releaseShared}): counted, then its holder kept
  * filled, or its memory cached and its holder stashed. Its holders kept
  * filled and its holder stash work as a thread's own, under the same lock
@@ -379,10 +380,20 @@ final class ThreadCache {
     /**
      * Counts a new allocation of this thread and makes this cache its owner;
      * {@code carved} when a specialised allocator carved it from a whole chunk.
-     * Owner thread only (any thread for a shared cache).
+     * Owner thread only (any thread for a shared cache, which counts with
+     * plain writes under its lock when that is free, as its stacks do, and
+     * with atomic adds past it).
      */
     void countAllocation(Category category, long requestedBytes, long reservedBytes, boolean carved, Allocation out) {
         out.owner = this;
+        if (shared && lockShared()) {
+            try {
+                counters.countAllocation(category.id, requestedBytes, reservedBytes, carved, true);
+            } finally {
+                unlockShared();
+            }
+            return;
+        }
         counters.countAllocation(category.id, requestedBytes, reservedBytes, carved, !shared);
     }
 

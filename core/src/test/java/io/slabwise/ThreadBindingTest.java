@@ -306,10 +306,12 @@ class ThreadBindingTest {
 
     /**
      * A virtual thread's allocation in a category the shared cache had not
-     * counted under its lock yet (a dedicated region, always counted with
-     * atomic adds; a class allocated past the busy lock), released under the
-     * lock on another virtual thread: the count goes to the lock holder's
-     * array, which must make room for the category, and lands exactly once.
+     * counted under its lock yet (a dedicated region and a class, each
+     * allocated past the busy lock, so counted with atomic adds), released
+     * under the lock on another virtual thread: the count goes to the lock
+     * holder's array, which must make room for the category, and lands
+     * exactly once. A third category's region, allocated and released with
+     * the lock free, is counted under it both times.
      */
     @Test
     void aReleaseCountedUnderTheSharedLockMakesRoomForItsCategory() throws Exception {
@@ -317,19 +319,25 @@ class ThreadBindingTest {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
         ThreadCache shared = pool.threadCaches.shared(0);
         onVirtualThreads(virtual -> {
-            Category region = pool.category("regions");
-            Allocation dedicated = virtual.submit(() -> pool.allocateStashed(region, 600_000, false)).get();
+            Allocation dedicated = allocatePastTheLock(virtual, pool, shared, pool.category("regions"), 600_000);
             virtual.submit(() -> pool.free(dedicated)).get();
             assertTrue(dedicated.kept, "the region was not kept in the shared cache's slot");
 
             Allocation small = allocatePastTheLock(virtual, pool, shared, pool.category("past_the_lock"), 1000);
             virtual.submit(() -> pool.free(small)).get();
+
+            Category locked = pool.category("under_the_lock");
+            Allocation region = virtual.submit(() -> pool.allocateStashed(locked, 700_000, false)).get();
+            assertEquals(700_000, pool.stats().category("under_the_lock").requested());
+            virtual.submit(() -> pool.free(region)).get();
         });
         PoolStats stats = pool.stats();
         assertNothingLive(stats);
-        assertEquals(0, stats.category("regions").requested(), stats::report);
-        assertEquals(0, stats.category("past_the_lock").requested(), stats::report);
-        assertEquals(2, stats.allocations());
+        for (String name : new String[] {"regions", "past_the_lock", "under_the_lock"}) {
+            assertEquals(0, stats.category(name).requested(), stats::report);
+            assertEquals(0, stats.category(name).liveBuffers(), stats::report);
+        }
+        assertEquals(3, stats.allocations());
         pool.close();
     }
 
