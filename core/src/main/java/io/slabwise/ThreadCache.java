@@ -806,7 +806,7 @@ final class ThreadCache {
     // not cleared and filled. The buffer that released it dropped it first, so no stale buffer can
     // reach it (see SlabwiseDirectByteBuf.deallocate). The owner thread; in a shared cache, under its
     // lock, so that a virtual thread's holder serves the next virtual thread of the arena
-    // (MemoryPool's release, takeFilledShared).
+    // (releaseShared, takeFilledShared).
 
     /**
      * Keeps a stashed holder whose allocation was just released (and
