@@ -20,7 +20,9 @@ import org.openjdk.jcstress.infra.results.JJ_Result;
  * must see the first one's plain counts before adding to them, and a count
  * made past a taken lock must not touch the array the holder writes.
  *
- * <p>Each actor counts two allocations, of 1 and 2 bytes (actor 1) and of 4
+ * <p>The counting is {@link ThreadCache#countAllocation}'s, as a shared
+ * cache's dedicated regions and carved slices are counted.
+ * Each actor counts two allocations, of 1 and 2 bytes (actor 1) and of 4
  * and 8 bytes (actor 2), so every interleaving of lock, fallback and handoff
  * occurs. Result: {@code [requested bytes counted, allocations counted]}.
  */
@@ -47,16 +49,9 @@ public class SharedCacheCountsTest {
         count(8);
     }
 
+    /** Counts as a virtual thread's dedicated region is counted: under the lock if free, else past it. */
     private void count(int bytes) {
-        if (shared.lockShared()) {
-            try {
-                shared.counters.countAllocation(0, bytes, bytes, false, true);
-            } finally {
-                shared.unlockShared();
-            }
-        } else {
-            shared.counters.countAllocation(0, bytes, bytes, false, false);
-        }
+        shared.countAllocation(pool.defaultCategory(), bytes, bytes, false, new Allocation());
     }
 
     /** Adds up both arrays of the shared counters once the actors are done. */

@@ -639,7 +639,7 @@ public final class MemoryPool implements AutoCloseable {
                 if (outcome == ThreadCache.SHARED_REGION) {
                     freeDedicated(chunk, closed, null);
                 }
-                afterRelease(category, reserved, closed ? owner : null);
+                afterRelease(category, reserved, closed);
                 return;
             }
         }
@@ -666,7 +666,7 @@ public final class MemoryPool implements AutoCloseable {
                 (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
             }
         }
-        afterRelease(category, reserved, closed ? owner : null);
+        afterRelease(category, reserved, closed);
         // cleared above; its next use is this thread's next allocation (a virtual thread's holder that came
         // this way, past a busy or flushing shared cache, is left to the garbage collector)
         if (allocation.stashed && onOwnerThread) {
@@ -676,21 +676,19 @@ public final class MemoryPool implements AutoCloseable {
 
     /**
      * What every release that gave memory back ends with: the category's
-     * tracked bytes, a waiter woken, and in a closed pool the memory given
-     * back at once ({@code closedOwner}, the released allocation's cache, is
-     * null while the pool is open).
+     * tracked bytes, a waiter woken, and in a {@code closed} pool the memory
+     * given back at once, with whatever the thread caches hold (a virtual
+     * thread may have cached its memory in a shared cache as the pool closed).
      */
-    private void afterRelease(Category category, int reserved, ThreadCache closedOwner) {
+    private void afterRelease(Category category, int reserved, boolean closed) {
         // read again now that the memory is back: a caller that began to wait after the checks above
         // may already have failed its try, and must be woken by this release
         if (category.release(reserved) || admission.hasWaiters()) {
             admission.released();
         }
-        if (closedOwner != null) {
-            if (closedOwner.isShared()) {
-                closedOwner.flushShared(); // memory a virtual thread cached as the pool closed
-            }
-            idle.reclaimAll(false); // a closed pool gives each chunk back as soon as it is empty
+        if (closed) {
+            // a closed pool gives each chunk back as soon as it is empty; the shared caches are flushed first
+            idle.reclaimAll(false);
             if (committed.committed() == 0) {
                 idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
             }
