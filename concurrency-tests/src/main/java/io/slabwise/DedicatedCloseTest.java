@@ -39,8 +39,9 @@ import org.openjdk.jcstress.infra.results.II_Result;
 @State
 public class DedicatedCloseTest {
 
-    /** The warning a close with a live buffer logs, once per sample when the close wins: not wanted here. */
-    private static final java.util.logging.Logger CLOSE_LOG = quiet("io.slabwise.MemoryPool");
+    static {
+        TestPools.quietCloseWarnings(); // a close with a live buffer warns, once per sample when the close wins
+    }
 
     /** A 1 MiB chunk, so that 200 KiB is above the dedicated threshold (128 KiB) and small enough to park. */
     private static final int CHUNK = 1024 * 1024;
@@ -54,12 +55,6 @@ public class DedicatedCloseTest {
             .scheduler((task, period) -> () -> { })
             .build());
     private final Allocation region = TestPools.allocateOnSetupThread(pool, 200 * 1024);
-
-    private static java.util.logging.Logger quiet(String name) {
-        java.util.logging.Logger logger = java.util.logging.Logger.getLogger(name);
-        logger.setLevel(java.util.logging.Level.SEVERE);
-        return logger;
-    }
 
     /** Releases the region from a thread other than its allocator's: to the recent cell, if the pool is open. */
     @Actor
@@ -77,7 +72,6 @@ public class DedicatedCloseTest {
     @Arbiter
     public void settle(II_Result r) {
         r.r1 = source.outstanding();
-        ThreadCaches.Snapshot counts = TestPools.counters(pool);
-        r.r2 = counts.totalReserved() == 0 && counts.totalAllocations() == counts.totalReleases() ? 1 : 0;
+        r.r2 = TestPools.exactWithNothingLive(pool);
     }
 }

@@ -42,8 +42,9 @@ import org.openjdk.jcstress.infra.results.II_Result;
 @State
 public class SharedReleaseCloseTest {
 
-    /** The warning a close with a live buffer logs, once per sample when the close wins: not wanted here. */
-    private static final java.util.logging.Logger CLOSE_LOG = quiet("io.slabwise.MemoryPool");
+    static {
+        TestPools.quietCloseWarnings(); // a close with a live buffer warns, once per sample when the close wins
+    }
 
     private static final int REQUESTED = 1000;
 
@@ -61,12 +62,6 @@ public class SharedReleaseCloseTest {
         return a;
     });
 
-    private static java.util.logging.Logger quiet(String name) {
-        java.util.logging.Logger logger = java.util.logging.Logger.getLogger(name);
-        logger.setLevel(java.util.logging.Level.SEVERE);
-        return logger;
-    }
-
     /** Releases the shared cache's allocation: into its stacks, under its lock, while the pool is open. */
     @Actor
     public void release() {
@@ -83,7 +78,6 @@ public class SharedReleaseCloseTest {
     @Arbiter
     public void settle(II_Result r) {
         r.r1 = source.outstanding();
-        ThreadCaches.Snapshot counts = TestPools.counters(pool);
-        r.r2 = counts.totalReserved() == 0 && counts.totalAllocations() == counts.totalReleases() ? 1 : 0;
+        r.r2 = TestPools.exactWithNothingLive(pool);
     }
 }

@@ -64,6 +64,24 @@ final class TestPools {
         return pool.threadCaches.snapshot(pool.categories().size(), pool::committedBytes);
     }
 
+    /** 1 when {@code pool}'s counters are exact with nothing live (nothing reserved, as many releases as allocations), else 0. */
+    static int exactWithNothingLive(MemoryPool pool) {
+        ThreadCaches.Snapshot counts = counters(pool);
+        return counts.totalReserved() == 0 && counts.totalAllocations() == counts.totalReleases() ? 1 : 0;
+    }
+
+    /**
+     * The pool's logger, its level raised: a {@code close()} with a live
+     * buffer warns, once per sample of a test where the close wins. Held here
+     * so that the logger, and its level, are not collected.
+     */
+    private static final java.util.logging.Logger POOL_LOG = java.util.logging.Logger.getLogger("io.slabwise.MemoryPool");
+
+    /** Silences the warning of a pool closed with live buffers, for the tests that race a release with {@code close()}. */
+    static void quietCloseWarnings() {
+        POOL_LOG.setLevel(java.util.logging.Level.SEVERE);
+    }
+
     /** Allocates {@code requested} bytes from {@code pool} on the setup thread, which then owns the allocation. */
     static Allocation allocateOnSetupThread(MemoryPool pool, int requested) {
         return allocateOnSetupThread(pool, requested, 1)[0];
