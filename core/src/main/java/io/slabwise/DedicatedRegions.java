@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * Released regions stay idle so that buffers of large sizes released and
  * allocated in turn do not map and unmap a region each time: one in each
- * platform thread's slot (up to 1 MiB, see {@link ThreadCache#takeDedicated}),
+ * platform thread's slot (up to 1 MiB, see {@link ThreadCache#takeDedicated};
+ * up to four, kept filled, in the cache an arena's virtual threads share),
  * one in the recent cell, taken and filled by a single compare-and-set, and
  * up to {@code maxIdleBytes} (a chunk's worth) in the idle list. An idle
  * region serves a request of its pages or up to an eighth fewer (the bound of

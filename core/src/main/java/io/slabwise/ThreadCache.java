@@ -105,6 +105,8 @@ final class ThreadCache {
     static final int LARGE_SLOT_LIMIT = 1 << 20;
     /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
     private static final ClassStack[] NO_STACKS = new ClassStack[0];
+    /** Dedicated regions a shared cache keeps filled beyond its slot's one (see {@link #extraRegions}). */
+    static final int SHARED_EXTRA_REGIONS = 3;
 
     /** The pool's thread caches, for reclaiming dead threads' caches when the arena grows. */
     private final ThreadCaches caches;
@@ -171,6 +173,16 @@ final class ThreadCache {
      */
     private Allocation dedicatedKept;
     private boolean dedicatedKeptFilled;
+    /**
+     * A shared cache's kept holders of dedicated regions beyond the slot's
+     * one, at most {@link #SHARED_EXTRA_REGIONS}: an arena's virtual threads
+     * may hold several large buffers at once, and a region kept here is one
+     * that the pool's idle regions need not take back and hand out again
+     * (each a compare-and-set or a lock, and a count). Null in a thread's own
+     * cache; under the shared cache's lock, read by others for statistics.
+     */
+    private final Allocation[] extraRegions;
+    private int extraRegionCount;
     private volatile boolean flushRequested;
 
     /** This thread's share of the pool's accounting. */
@@ -200,6 +212,7 @@ final class ThreadCache {
         this.maxEntriesPerClass = maxEntriesPerClass;
         this.stacks = new ClassStack[cachedClasses];
         this.counters = new ThreadCounters(shared);
+        this.extraRegions = shared ? new Allocation[SHARED_EXTRA_REGIONS] : null;
     }
 
     /**
@@ -569,21 +582,48 @@ final class ThreadCache {
 
     /**
      * Keeps a released holder of a dedicated region this thread may keep (see
-     * {@link #keepDedicated}) filled in the dedicated slot, if that is empty;
-     * false otherwise. The region stays counted as in the slot. The owner
-     * thread or the shared cache's lock holder, with no limit in the way (see
-     * {@link Admission#admitsFreely}).
+     * {@link #keepDedicated}) filled in the dedicated slot, if that is empty
+     * (in a shared cache, else among its {@link #extraRegions} if there is
+     * room); false otherwise. The region stays counted as in the slot. The
+     * owner thread or the shared cache's lock holder, with no limit in the way
+     * (see {@link Admission#admitsFreely}).
      */
     boolean keepDedicatedFilled(Allocation holder) {
-        if (flushRequested || dedicatedSlot != null || dedicatedKeptFilled || !slotTakes(holder.chunk)) {
+        if (flushRequested || !slotTakes(holder.chunk)) {
             return false;
         }
-        if (dedicatedKept != holder) {
-            dedicatedKept = holder; // (usually the same holder, back in its slot: no store, no write barrier)
+        if (dedicatedSlot == null && !dedicatedKeptFilled) {
+            if (dedicatedKept != holder) {
+                dedicatedKept = holder; // (usually the same holder, back in its slot: no store, no write barrier)
+            }
+            dedicatedKeptFilled = true;
+        } else if (extraRegions != null && extraRegionCount < extraRegions.length) {
+            extraRegions[extraRegionCount++] = holder;
+        } else {
+            return false;
         }
-        dedicatedKeptFilled = true;
         holder.kept = true;
         return true;
+    }
+
+    /**
+     * One of a shared cache's {@link #extraRegions} for {@code requested}
+     * bytes of {@code category}, counted, the newest whose region fits the
+     * request's pages; null when none does. As {@link #takeDedicatedKept}.
+     */
+    private Allocation takeExtraRegion(Category category, int requested) {
+        int pages = sizes.pageRound(requested);
+        for (int i = extraRegionCount - 1; i >= 0; i--) {
+            Allocation holder = extraRegions[i];
+            if (DedicatedRegions.fits(holder.reserved, pages)) {
+                int last = --extraRegionCount;
+                extraRegions[i] = extraRegions[last];
+                extraRegions[last] = null;
+                dedicatedUsed = true;
+                return handOut(holder, category, requested);
+            }
+        }
+        return null;
     }
 
     /**
@@ -602,20 +642,49 @@ final class ThreadCache {
         return handOut(holder, category, requested);
     }
 
-    /** Bytes of the dedicated region in this thread's slot, in either form. */
-    long dedicatedSlotBytes() {
+    /**
+     * The dedicated regions parked in this cache, as {@code {count, bytes}}:
+     * the slot's, in either form, and a shared cache's {@link #extraRegions}.
+     * Exact from the owner (or the lock holder); as of a moment from others.
+     */
+    long[] parkedRegions() {
+        long count = 0;
+        long bytes = 0;
         Chunk chunk = dedicatedSlot;
-        if (chunk != null) {
-            return chunk.chunkSize();
-        }
         Allocation kept = dedicatedKept; // read by other threads while the owner (or a lock holder) keeps one
-        return dedicatedKeptFilled && kept != null ? kept.reserved : 0;
+        if (chunk != null) {
+            count = 1;
+            bytes = chunk.chunkSize();
+        } else if (dedicatedKeptFilled && kept != null) {
+            count = 1;
+            bytes = kept.reserved;
+        }
+        Allocation[] extra = extraRegions;
+        if (extra != null) {
+            for (int i = Math.min(extraRegionCount, extra.length) - 1; i >= 0; i--) {
+                Allocation holder = extra[i]; // null while another thread moves the last one into its place
+                if (holder != null) {
+                    count++;
+                    bytes += holder.reserved;
+                }
+            }
+        }
+        return new long[] {count, bytes};
     }
 
     private void releaseDedicated() {
         if (dedicatedKeptFilled) { // blank into the stash; its region goes as a slotted one would
             dedicatedKeptFilled = false;
             Allocation holder = dedicatedKept;
+            Chunk region = holder.chunk;
+            holder.clear();
+            stashHolder(holder);
+            caches.dedicated.giveBack(region);
+        }
+        while (extraRegionCount > 0) {
+            int last = --extraRegionCount;
+            Allocation holder = extraRegions[last];
+            extraRegions[last] = null;
             Chunk region = holder.chunk;
             holder.clear();
             stashHolder(holder);
@@ -877,7 +946,8 @@ final class ThreadCache {
     /** {@link #takeFilled} above the cached sizes: the large slot's or the dedicated slot's kept holder. */
     private Allocation takeFilledAbove(Category category, int requested) {
         if (requested > dedicatedAbove) {
-            return dedicatedKeptFilled ? takeDedicatedKept(category, requested) : null;
+            Allocation kept = dedicatedKeptFilled ? takeDedicatedKept(category, requested) : null;
+            return kept != null || extraRegionCount == 0 ? kept : takeExtraRegion(category, requested);
         }
         return largeKeptFilled ? takeLarge(category, requested) : null;
     }

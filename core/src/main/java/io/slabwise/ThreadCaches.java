@@ -272,11 +272,9 @@ final class ThreadCaches {
         long count = 0;
         long bytes = 0;
         for (ThreadCache cache : live) {
-            long slot = cache.dedicatedSlotBytes();
-            if (slot > 0) {
-                count++;
-                bytes += slot;
-            }
+            long[] parked = cache.parkedRegions();
+            count += parked[0];
+            bytes += parked[1];
         }
         long cell = dedicated.parkedBytes();
         return new long[] {cell > 0 ? count + 1 : count, bytes + cell};

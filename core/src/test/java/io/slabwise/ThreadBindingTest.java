@@ -420,36 +420,52 @@ class ThreadBindingTest {
     }
 
     /**
-     * A virtual thread that holds more dedicated regions than the shared
-     * cache's one slot keeps: the regions the slot cannot take go back to the
-     * pool's idle regions, and their cleared holders to the shared stash, so
-     * that the next burst makes no new holder.
+     * A virtual thread that holds several dedicated regions at once: the
+     * shared cache keeps each released one filled, in its slot and then among
+     * its extra regions, and the next burst takes the same holders with the
+     * same memory. Past those, a region goes back to the pool's idle regions
+     * and its cleared holder to the shared stash, so that no holder is made
+     * again. The statistics count the kept regions as parked, not live, and
+     * a trim gives them all back.
      */
     @Test
-    void aVirtualThreadsRegionsPastTheSlotLeaveTheirHoldersInTheStash() throws Exception {
+    void aVirtualThreadsRegionsAreKeptFilledBeyondTheSlotAndTheirHoldersStashedPastThat() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
         ThreadCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
         int size = 1 << 20;
+        int kept = 1 + ThreadCache.SHARED_EXTRA_REGIONS;
         onVirtualThreads(virtual -> {
-            List<Allocation> first = virtual.submit(() -> burst(pool, category, size)).get();
-            assertEquals(1, first.stream().filter(a -> a.kept).count(), "one region kept filled in the slot");
-            assertEquals(3, shared.stashedHolders(), "the holders of the regions past the slot were not stashed");
-            List<Allocation> second = virtual.submit(() -> burst(pool, category, size)).get();
-            assertTrue(new java.util.HashSet<>(first).containsAll(second), "the second burst made new holders");
+            List<Allocation> first = virtual.submit(() -> burst(pool, category, size, kept)).get();
+            assertTrue(first.stream().allMatch(a -> a.kept), "a region was not kept filled");
+            long[] addresses = first.stream().mapToLong(Allocation::address).sorted().toArray();
+            assertEquals(kept, shared.parkedRegions()[0]);
+            assertEquals((long) kept * size, shared.parkedRegions()[1]);
+            assertNothingLive(pool.stats());
+
+            List<Allocation> second = virtual.submit(() -> burst(pool, category, size, kept)).get();
+            assertEquals(new java.util.HashSet<>(first), new java.util.HashSet<>(second), "new holders were made");
+            assertArrayEquals(addresses, second.stream().mapToLong(Allocation::address).sorted().toArray());
+
+            List<Allocation> third = virtual.submit(() -> burst(pool, category, size, kept + 2)).get();
+            assertEquals(kept, third.stream().filter(a -> a.kept).count());
+            assertEquals(2, shared.stashedHolders(), "the holders of the regions past the kept ones were not stashed");
+            assertEquals(kept, shared.parkedRegions()[0]);
             PoolStats stats = pool.stats();
             assertNothingLive(stats);
-            assertEquals(8, stats.allocations());
+            assertEquals(3L * kept + 2, stats.allocations());
         });
+        pool.trim();
+        assertEquals(0, shared.parkedRegions()[0], "a trim left regions in the shared cache");
+        assertEquals(0, pool.committedBytes(), "a trim left memory committed");
         pool.close();
-        assertEquals(0, pool.committedBytes());
     }
 
-    /** Four allocations of {@code size} held at once, each written to, then released oldest first. */
-    private static List<Allocation> burst(MemoryPool pool, Category category, int size) {
+    /** {@code count} allocations of {@code size} held at once, each written to, then released oldest first. */
+    private static List<Allocation> burst(MemoryPool pool, Category category, int size, int count) {
         List<Allocation> held = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < count; i++) {
             Allocation a = pool.allocateStashed(category, size, false);
             a.buffer().putInt(size - 4, i);
             held.add(a);
