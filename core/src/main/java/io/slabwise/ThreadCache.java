@@ -612,6 +612,9 @@ final class ThreadCache {
      * request's pages; null when none does. As {@link #takeDedicatedKept}.
      */
     private Allocation takeExtraRegion(Category category, int requested) {
+        if (flushRequested) {
+            return null; // the flush gives them back at this cache's next operation
+        }
         int pages = sizes.pageRound(requested);
         for (int i = extraRegionCount - 1; i >= 0; i--) {
             Allocation holder = extraRegions[i];

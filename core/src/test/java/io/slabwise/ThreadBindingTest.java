@@ -455,6 +455,11 @@ class ThreadBindingTest {
             PoolStats stats = pool.stats();
             assertNothingLive(stats);
             assertEquals(3L * kept + 2, stats.allocations());
+
+            shared.requestFlush(); // as a trim, a close or a compaction asks while a thread holds the lock
+            Allocation fresh = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+            assertFalse(first.contains(fresh), "a kept region was handed out while a flush was pending");
+            virtual.submit(() -> pool.free(fresh)).get();
         });
         pool.trim();
         assertEquals(0, shared.parkedRegions()[0], "a trim left regions in the shared cache");
