@@ -635,11 +635,7 @@ public final class MemoryPool implements AutoCloseable {
                 if (outcome == ThreadCache.SHARED_KEPT) {
                     return;
                 }
-                boolean closed = admission.isClosed();
-                if (outcome == ThreadCache.SHARED_REGION) {
-                    freeDedicated(chunk, closed, null);
-                }
-                afterRelease(category, reserved, closed);
+                afterRelease(category, reserved, admission.isClosed());
                 return;
             }
         }

@@ -428,13 +428,11 @@ final class ThreadCache {
     static final int SHARED_PASSED = 0;
     /** {@link #releaseShared}: counted, and the holder kept filled; nothing is left to do. */
     static final int SHARED_KEPT = 1;
-    /** {@link #releaseShared}: counted, the memory cached (or sent to its arena), the holder cleared. */
-    static final int SHARED_CACHED = 2;
     /**
-     * {@link #releaseShared}: counted, the holder cleared; its memory, a
-     * dedicated region the slot did not keep, is the caller's to give back.
+     * {@link #releaseShared}: counted, the holder cleared, the memory cached
+     * (or sent to its arena; a dedicated region, to the pool's idle regions).
      */
-    static final int SHARED_REGION = 3;
+    static final int SHARED_CACHED = 2;
 
     /**
      * Releases an allocation this shared cache owns in one step under its
@@ -442,23 +440,23 @@ final class ThreadCache {
      * against the flush a close, a waiter or a compaction asks of the cache.
      * The release is counted; then a stashed holder in a category without a
      * quota keeps its memory for the arena's next virtual thread, or else the
-     * memory goes into the stacks (or its own arena; a dedicated region is
-     * left to the caller) and a stashed holder, cleared, into the stash. Any
-     * thread, for an allocation without a releaser; once this returned
-     * anything but {@link #SHARED_PASSED}, the caller must not touch
-     * {@code allocation} again, which another virtual thread may be using.
+     * memory goes into the stacks (or its own arena; a dedicated region, once
+     * the lock is given back, to the pool's idle regions) and a stashed
+     * holder, cleared, into the stash. Any thread, for an allocation without
+     * a releaser; once this returned anything but {@link #SHARED_PASSED}, the
+     * caller must not touch {@code allocation} again, which another virtual
+     * thread may be using.
      *
      * @return {@link #SHARED_PASSED} (another virtual thread holds the lock,
      *         the pool is closed, someone waits for memory, or the chunk is
-     *         being evacuated), {@link #SHARED_KEPT}, {@link #SHARED_CACHED},
-     *         or {@link #SHARED_REGION}
+     *         being evacuated), {@link #SHARED_KEPT} or {@link #SHARED_CACHED}
      */
     int releaseShared(Allocation allocation, Admission admission) {
         if (!lockShared()) {
             return SHARED_PASSED;
         }
+        Chunk chunk = allocation.chunk;
         try {
-            Chunk chunk = allocation.chunk;
             Category category = allocation.category;
             if (chunk.evacuating || admission.isClosed() || admission.hasWaiters()) {
                 return SHARED_PASSED;
@@ -477,10 +475,13 @@ final class ThreadCache {
             if (allocation.stashed) {
                 stashHolder(allocation);
             }
-            return chunk.huge ? SHARED_REGION : SHARED_CACHED;
         } finally {
             unlockShared();
         }
+        if (chunk.huge) {
+            caches.dedicated.giveBack(chunk); // outside the lock: that may take the idle list's lock, or unmap the region
+        }
+        return SHARED_CACHED;
     }
 
     /** Changes the requested size of a live allocation this cache owns, which keeps its size class. */
@@ -676,28 +677,29 @@ final class ThreadCache {
     }
 
     private void releaseDedicated() {
-        if (dedicatedKeptFilled) { // blank into the stash; its region goes as a slotted one would
+        if (dedicatedKeptFilled) {
             dedicatedKeptFilled = false;
-            Allocation holder = dedicatedKept;
-            Chunk region = holder.chunk;
-            holder.clear();
-            stashHolder(holder);
-            caches.dedicated.giveBack(region);
+            unkeepRegion(dedicatedKept);
         }
         while (extraRegionCount > 0) {
             int last = --extraRegionCount;
             Allocation holder = extraRegions[last];
             extraRegions[last] = null;
-            Chunk region = holder.chunk;
-            holder.clear();
-            stashHolder(holder);
-            caches.dedicated.giveBack(region);
+            unkeepRegion(holder);
         }
         Chunk chunk = dedicatedSlot;
         if (chunk != null) {
             dedicatedSlot = null;
             caches.dedicated.giveBack(chunk); // idle for any thread, and for decay and trim
         }
+    }
+
+    /** A kept holder of a dedicated region goes blank into the stash; its region goes as a slotted one would. */
+    private void unkeepRegion(Allocation holder) {
+        Chunk region = holder.chunk;
+        holder.clear();
+        stashHolder(holder);
+        caches.dedicated.giveBack(region);
     }
 
     /**
