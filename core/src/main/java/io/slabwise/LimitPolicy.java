@@ -13,9 +13,10 @@ public enum LimitPolicy {
 
     /**
      * Return no memory: {@code MemoryPool.allocate} returns false, and the
-     * buffer-level allocators ({@code tryDirectBuffer}, the sequential and block
-     * allocators) return null. Netty's own {@code ByteBufAllocator} methods
-     * cannot return null, so they throw as with {@link #FAIL}.
+     * sequential and block allocators return null. Netty's own
+     * {@code ByteBufAllocator} methods cannot return null, so they throw as
+     * with {@link #FAIL}. ({@code SlabwiseAllocator.tryDirectBuffer} returns
+     * null at a limit under every policy, without waiting.)
      */
     RETURN_NULL,
 

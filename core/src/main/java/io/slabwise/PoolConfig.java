@@ -29,16 +29,17 @@ import java.util.function.BooleanSupplier;
  *   <tr><td>idle blocks kept per block pool</td><td>{@code slabwise.maxIdleBlocks}</td><td>4 (one 4 MiB chunk's worth of 1 MiB blocks)</td></tr>
  *   <tr><td>idle chunk (and block) decay</td><td>{@code slabwise.idleChunkDecayMillis}</td><td>10 s</td></tr>
  *   <tr><td>idle chunks kept past the decay</td><td>{@code slabwise.minIdleChunks}</td><td>0</td></tr>
- *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none with direct buffers; the JVM's
- *       maximum direct memory with mapped chunks (see {@link Builder#maxMemory(long)})</td></tr>
+ *   <tr><td>ceiling on committed bytes</td><td>{@code slabwise.maxMemory}</td><td>none on Java 17-21; the JVM's
+ *       maximum direct memory with the built-in Java 22+ sources (see {@link Builder#maxMemory(long)})</td></tr>
  *   <tr><td>policy at the ceiling or a quota</td><td>{@code slabwise.limitPolicy}</td><td>{@code FAIL}</td></tr>
  *   <tr><td>longest wait under {@code WAIT}</td><td>{@code slabwise.waitTimeoutMillis}</td><td>5 s</td></tr>
  *   <tr><td>background compaction budget</td><td>{@code slabwise.compactionBytesPerSecond}</td><td>0 (off)</td></tr>
  * </table>
  *
  * The page size is fixed at 8 KiB. System properties are held to the same
- * checks as the builder's methods: a bad value fails {@link Builder#build()}
- * with a message that names the setting.
+ * checks as the builder's methods: a value out of range fails
+ * {@link Builder#build()}, and one that is not a number fails when the builder
+ * is created, each with a message that names the setting.
  */
 public final class PoolConfig {
 
