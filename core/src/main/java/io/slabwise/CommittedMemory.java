@@ -132,6 +132,9 @@ final class CommittedMemory {
 
     CommittedMemory(ChunkSource source, MemoryLimit limit) {
         this(source, limit, source == DirectChunkSource.INSTANCE && MallocWarning.regionGroupsWanted());
+        if (source == DirectChunkSource.INSTANCE) {
+            MallocWarning.warnOnce(); // about this source only: a pool over another takes no chunk from malloc here
+        }
     }
 
     /** With region groups or without, whatever the source; for tests. */

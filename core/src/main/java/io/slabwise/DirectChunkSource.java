@@ -44,7 +44,6 @@ final class DirectChunkSource implements ChunkSource {
     }
 
     private DirectChunkSource() {
-        MallocWarning.warnOnce();
     }
 
     /** Whether regions count against the JVM's {@code -XX:MaxDirectMemorySize}: they do, as direct buffers. */

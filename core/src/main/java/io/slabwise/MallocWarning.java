@@ -41,6 +41,7 @@ final class MallocWarning {
         return GLIBC_KEEPS_FREED_CHUNKS && !Boolean.getBoolean("slabwise.noRegionGroups");
     }
 
+    /** Logs the warning, once per process, where it applies: called by a pool over the built-in direct source. */
     static synchronized void warnOnce() {
         if (warned) {
             return;

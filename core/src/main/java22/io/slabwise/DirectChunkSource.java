@@ -22,7 +22,6 @@ final class DirectChunkSource implements ChunkSource {
     static final DirectChunkSource INSTANCE = new DirectChunkSource();
 
     private DirectChunkSource() {
-        MallocWarning.warnOnce();
     }
 
     /** Whether regions count against the JVM's {@code -XX:MaxDirectMemorySize}: not these. */
