@@ -189,7 +189,11 @@ final class CommittedMemory {
      * {@link #hugeCount} still count.
      */
     Figures figures(long idleListBytes, long slotCount, long slotBytes) {
-        return new Figures(hugeBytes.get() - slotBytes, hugeCount.get() - slotCount, idleListBytes + slotBytes,
+        // the slots and the cell are read one after another while regions move between them (a shared cache's
+        // flush puts its regions into the cell): one may be seen twice, never more than the counts hold
+        long huge = hugeBytes.get();
+        long parked = Math.min(slotBytes, huge);
+        return new Figures(huge - parked, Math.max(0, hugeCount.get() - slotCount), idleListBytes + parked,
                 blockRegionBytes.get(), wholeChunkBytes.get());
     }
 

@@ -184,6 +184,7 @@ public final class MemoryPool implements AutoCloseable {
         if (!admission.close()) {
             return;
         }
+        threadCaches.close(); // before the shared caches are asked to flush
         decayTask.cancel();
         dedicated.close();
         idle.reclaimAll(true);
@@ -662,7 +663,9 @@ public final class MemoryPool implements AutoCloseable {
                 (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
             }
         }
-        afterRelease(category, reserved, closed);
+        // read again: a close() between the read above and the caching (a shared cache's lock taken by then)
+        // found nothing to flush yet, and no later operation flushes a shared cache of a closed pool
+        afterRelease(category, reserved, closed || admission.isClosed());
         // cleared above; its next use is this thread's next allocation (a virtual thread's holder that came
         // this way, past a busy or flushing shared cache, is left to the garbage collector)
         if (allocation.stashed && onOwnerThread) {

@@ -237,8 +237,23 @@ final class ThreadCache {
         return sharedBusy.compareAndSet(false, true);
     }
 
-    /** Gives back a shared cache's lock taken with {@link #lockShared()}; a release store is all a lock's release needs. */
+    /**
+     * Gives back a shared cache's lock taken with {@link #lockShared()}; a
+     * release store is all a lock's release needs. A flush asked for while
+     * the lock was held (by a trim, a close or a waiter that found it taken)
+     * is made first: not every operation answers one (an allocation of a
+     * dedicated region, a holder taken from the stash, anything after
+     * close()), so it could otherwise wait for good. In a closed pool the
+     * arena's empty chunks then go back too, since the close's own trim may
+     * have run before this flush.
+     */
     void unlockShared() {
+        if (flushRequested) {
+            flush();
+            if (caches.isClosed()) {
+                arena.trim(0, 0);
+            }
+        }
         sharedBusy.setRelease(false);
     }
 

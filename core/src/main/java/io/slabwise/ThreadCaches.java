@@ -82,6 +82,8 @@ final class ThreadCaches {
     private final List<ThreadCache> dying = new ArrayList<>();
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
+    /** Set as the pool's close() begins, before it asks the shared caches to flush. */
+    private volatile boolean closed;
 
     ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config, DedicatedRegions dedicated, int fittedAbove,
                  int dedicatedAbove) {
@@ -125,6 +127,16 @@ final class ThreadCaches {
     ThreadCache own() {
         WeakReference<ThreadCache> ref = caches.get();
         return ref == null ? null : ref.get();
+    }
+
+    /** The pool is closing: a shared cache's flush made later gives its arena's empty chunks back too. */
+    void close() {
+        closed = true;
+    }
+
+    /** Whether the pool's {@code close()} began (see {@link ThreadCache#unlockShared()}). */
+    boolean isClosed() {
+        return closed;
     }
 
     /** The calling thread forgets its cache of this pool (the cache stays registered until its thread dies). */
