@@ -19,4 +19,13 @@ interface Attempt {
 
     /** Tries once; returns {@link #DONE} or why the memory was refused. */
     int tryOnce(Category category, int requested, Allocation out);
+
+    /**
+     * The fewest bytes a request of {@code requested} bytes reserves (its
+     * size class, or its whole pages): a request that reserves more than a
+     * quota or the ceiling can never be served, whatever is released.
+     */
+    default long leastReserved(int requested) {
+        return requested;
+    }
 }

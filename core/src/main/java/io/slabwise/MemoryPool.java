@@ -102,7 +102,17 @@ public final class MemoryPool implements AutoCloseable {
      */
     private final ConcurrentHashMap<String, SequentialAllocator> sequentialAllocators = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, BlockPool> blockPools = new ConcurrentHashMap<>();
-    private final Attempt generalAttempt = this::tryGeneral;
+    private final Attempt generalAttempt = new Attempt() {
+        @Override
+        public int tryOnce(Category category, int requested, Allocation out) {
+            return tryGeneral(category, requested, out);
+        }
+
+        @Override
+        public long leastReserved(int requested) {
+            return reservedSizeFor(requested); // a request that reserves more than a limit can never be served
+        }
+    };
     /** Chooses and marks the chunks to empty; the owners' relocators move what lives in them. */
     private final Compaction compaction;
     /** When the last compaction at the ceiling started, in ticker nanoseconds; they are at most one per {@link #CEILING_COMPACTION_GAP}. */
@@ -171,13 +181,15 @@ public final class MemoryPool implements AutoCloseable {
     /**
      * Closes the pool; idempotent, any thread. New allocations fail with
      * {@link IllegalStateException} from now on, and so do callers waiting at
-     * a limit. The decay work stops; idle chunks and blocks, the sequential
+     * a limit. Idle chunks and blocks, the sequential
      * allocators' spare and empty open chunks, the closing thread's cache and
      * the caches of dead threads go back at once. Buffers still live stay
      * valid: each release gives its memory back to the chunk source as soon
      * as its chunk holds nothing else. Other live threads' caches go back at
-     * their next release into this pool, or when the thread dies and a release
-     * finds it dead. Live buffers are reported per category at WARNING level.
+     * their next release into this pool, or within a decay period of the
+     * thread's end: the decay work runs on until nothing is committed, giving
+     * back everything idle each time. Live buffers are reported per category
+     * at WARNING level.
      */
     @Override
     public void close() {
@@ -185,10 +197,12 @@ public final class MemoryPool implements AutoCloseable {
             return;
         }
         threadCaches.close(); // before the shared caches are asked to flush
-        decayTask.cancel();
         dedicated.close();
         idle.reclaimAll(true);
         threadCaches.forgetOwn();
+        if (committed.committed() == 0) {
+            decayTask.cancel(); // else it runs on, giving back what threads alive at close held once they end (see decay)
+        }
         PoolStats stats = stats();
         if (stats.liveAllocations() > 0) {
             StringBuilder live = new StringBuilder();
@@ -216,9 +230,18 @@ public final class MemoryPool implements AutoCloseable {
      * @return the number of chunks and blocks given back
      */
     int decay() {
+        if (admission.isClosed()) {
+            // closed: nothing stays idle, so what the caches of threads that ended after close() held (flushed into
+            // their arenas by the reclaim of dead threads) goes back too; the task stops once nothing is committed
+            idle.reclaimAll(true);
+            if (committed.committed() == 0) {
+                decayTask.cancel();
+            }
+            return 0;
+        }
         int given = idle.decay();
         long budget = config.compactionBytesPerSecond();
-        if (budget > 0 && !admission.isClosed()) {
+        if (budget > 0) {
             compaction.compact(Compaction.DEFAULT_MAX_OCCUPANCY, budget * DECAY_PERIOD.toSeconds(), false, "background");
         }
         return given;
@@ -577,7 +600,12 @@ public final class MemoryPool implements AutoCloseable {
         if (bytes < 0) {
             throw new IllegalArgumentException("quota of '" + categoryName + "' must not be negative: " + bytes);
         }
-        admission.setQuota(category(categoryName), bytes);
+        Category category = categoriesByName.get(Category.checkName(categoryName));
+        if (category == null) { // a category with a quota exists from the start: do not add one only to refuse it
+            throw new IllegalStateException("category '" + categoryName + "' has no quota: give it one with "
+                    + "PoolConfig.Builder.quota(name, bytes) (Long.MAX_VALUE for none yet) so its reserved bytes are tracked");
+        }
+        admission.setQuota(category, bytes);
     }
 
     /** Changes the policy of one category at run time; null goes back to the pool's. */
