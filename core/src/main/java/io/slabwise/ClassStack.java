@@ -66,10 +66,23 @@ final class ClassStack {
         return keptCount > 0;
     }
 
-    /** Pushes a freed entry; false, with nothing changed, when the stack is full. */
-    boolean push(Chunk chunk, long handle) {
+    /**
+     * Pushes a freed entry, first giving the older half of the entries back
+     * to {@code arena} in one batch when the stack is full; false, with
+     * nothing changed, only when no entry could make room (the kept holders
+     * fill it). A thread that frees more of a class than it allocates (a
+     * consumer releasing what another thread allocated) thus takes the
+     * arena's lock once per half a stack, not once per release.
+     */
+    boolean pushOrFlush(Arena arena, Chunk chunk, long handle) {
         if (!hasRoom()) {
-            return false;
+            int n = count;
+            if (n == 0) {
+                return false;
+            }
+            int older = (n + 1) / 2;
+            freeOldest(arena, older);
+            lowWater = Math.max(0, lowWater - older);
         }
         chunkIds[count] = chunk.id;
         handles[count] = handle;
@@ -176,16 +189,20 @@ final class ClassStack {
      */
     void sweep(Arena arena) {
         int unused = lowWater;
-        int n = count;
         if (unused > 0) {
             batch = Math.max(FIRST_REFILL_BATCH, batch / 2);
-            arena.freeBatch(chunkIds, handles, 0, unused);
-            System.arraycopy(chunkIds, unused, chunkIds, 0, n - unused);
-            System.arraycopy(handles, unused, handles, 0, n - unused);
-            n -= unused;
-            count = n;
+            freeOldest(arena, unused);
         }
-        lowWater = n;
+        lowWater = count;
+    }
+
+    /** Gives the {@code n} oldest entries (the bottom of the stack) back to {@code arena} in one batch. */
+    private void freeOldest(Arena arena, int n) {
+        int left = count - n;
+        arena.freeBatch(chunkIds, handles, 0, n);
+        System.arraycopy(chunkIds, n, chunkIds, 0, left);
+        System.arraycopy(handles, n, handles, 0, left);
+        count = left;
     }
 
     /** Gives every entry back to {@code arena}; kept holders must have been turned into entries first. */

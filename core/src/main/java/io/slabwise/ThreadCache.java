@@ -58,7 +58,11 @@ import java.lang.ref.WeakReference;
  * is not parked in one thread's cache. A thread whose
  * buffers are released by other threads (a producer) then takes the arena
  * lock once per batch instead of once per buffer, and gets its own memory
- * back without the arena taking it apart and carving it again.
+ * back without the arena taking it apart and carving it again. The other
+ * side, a thread that releases more of a class than it allocates (a
+ * consumer), fills its stack; a release into a full stack gives the older
+ * half back to the arena in one batch ({@link ClassStack#pushOrFlush}), so the
+ * consumer too takes the lock once per half a stack.
  *
  * <h2>Trimming</h2>
  * Every {@link #SWEEP_INTERVAL} operations the cache frees, per size class, as
@@ -391,13 +395,13 @@ final class ThreadCache {
         }
         if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
-        } else if (sizeIndex < 0 || sizeIndex >= cachedClasses || !stack(sizeIndex).push(chunk, handle)) {
+        } else if (sizeIndex < 0 || sizeIndex >= cachedClasses || !stack(sizeIndex).pushOrFlush(arena, chunk, handle)) {
             if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
                 largeChunk = chunk;
                 largeHandle = handle;
                 largeSizeIndex = sizeIndex;
             } else {
-                arena.free(chunk, handle); // a full stack, a taken large slot, or a size neither keeps
+                arena.free(chunk, handle); // a stack filled by kept holders, a taken large slot, or a size neither keeps
             }
         }
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
