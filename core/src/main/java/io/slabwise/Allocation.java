@@ -41,9 +41,10 @@ public final class Allocation {
      * Made by a thread cache's holder stash for a caller that never shows the
      * holder to anyone (the Netty adapter): when freed on the thread that
      * allocated it, it goes back to that thread's stash (or is kept filled)
-     * for the next allocation; a virtual thread's, freed on any thread, to
-     * the stash of the cache its arena's virtual threads share. Never
-     * cleared. False for holders the pool's users make.
+     * for the next allocation; when freed on another thread, back to that
+     * thread's cache through a lock-free stack; a virtual thread's, freed on
+     * any thread, to the stash of the cache its arena's virtual threads
+     * share. Never cleared. False for holders the pool's users make.
      */
     final boolean stashed;
     /**
@@ -59,6 +60,12 @@ public final class Allocation {
      * keeps it.
      */
     Object attachment;
+    /**
+     * The next holder in the stack of blank holders other threads gave back
+     * to their owner cache (see {@code ThreadCache.returnHolder}); null
+     * otherwise.
+     */
+    Allocation nextReturned;
 
     /** Creates an empty holder; it describes nothing until the pool fills it. */
     public Allocation() {

@@ -694,10 +694,14 @@ public final class MemoryPool implements AutoCloseable {
         // read again: a close() between the read above and the caching (a shared cache's lock taken by then)
         // found nothing to flush yet, and no later operation flushes a shared cache of a closed pool
         afterRelease(category, reserved, closed || admission.isClosed());
-        // cleared above; its next use is this thread's next allocation (a virtual thread's holder that came
+        // cleared above; its next use is its owner's next allocation (a virtual thread's holder that came
         // this way, past a busy or flushing shared cache, is left to the garbage collector)
-        if (allocation.stashed && onOwnerThread) {
-            owner.stashHolder(allocation);
+        if (allocation.stashed && !owner.isShared()) {
+            if (onOwnerThread) {
+                owner.stashHolder(allocation);
+            } else {
+                owner.returnHolder(allocation);
+            }
         }
     }
 

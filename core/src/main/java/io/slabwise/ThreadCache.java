@@ -1,6 +1,7 @@
 package io.slabwise;
 
 import java.lang.ref.WeakReference;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The per-thread front of an arena: recently freed memory of each cached size
@@ -822,14 +823,20 @@ final class ThreadCache {
     // buffers): a buffer takes one at allocation and it comes back here when the buffer is released on
     // this thread, so the only object an allocation makes is the buffer itself. Owner thread only, except
     // in a shared cache, whose stash serves all its virtual threads under its lock. A holder of a thread's
-    // own cache freed on another thread is left to the garbage collector, so no holder passes between
-    // platform threads through a stash; a shared cache's holders pass between its threads under its lock.
+    // own cache freed on another thread (a consumer of the buffers it allocated) goes back to it, cleared,
+    // through a lock-free stack that releasing threads push onto and the owner takes whole, once its stash
+    // is empty (returnHolder, takeReturned): push and take-all, so no holder can be seen twice. With the
+    // adapter's recycling, the holder brings its buffer object back too, as Netty's recycler does.
 
     /** The most blank holders a stash keeps: enough for a thread that holds a few buffers at a time. */
     static final int HOLDER_STASH_CAPACITY = 8;
     /** Blank holders, made on first use; {@code holders[0 .. holderCount)} are free to take. */
     private Allocation[] holders;
     private int holderCount;
+    /** Blank holders other threads gave back, linked by {@link Allocation#nextReturned}; the owner takes them whole. */
+    private final AtomicReference<Allocation> returnedHolders = new AtomicReference<>();
+    /** What the owner took of {@link #returnedHolders} and has not handed out yet; owner only. */
+    private Allocation takenReturned;
 
     /**
      * A blank holder for an allocation on the calling thread, which must be the
@@ -841,6 +848,9 @@ final class ThreadCache {
         Allocation holder = null;
         if (!shared) {
             holder = popHolder();
+            if (holder == null) {
+                holder = takeReturned();
+            }
         } else if (lockShared()) {
             try {
                 holder = popHolder();
@@ -865,6 +875,33 @@ final class ThreadCache {
         }
         holderCount = --n;
         return holders[n]; // left in place: stashing it again then stores nothing (see stashHolder)
+    }
+
+    /** A holder another thread gave back, or null; owner only (the one taker of the stack). */
+    Allocation takeReturned() {
+        Allocation holder = takenReturned;
+        if (holder == null) {
+            if (returnedHolders.get() == null) {
+                return null; // the common case: a plain read, no write to the line releasing threads push onto
+            }
+            holder = returnedHolders.getAndSet(null);
+        }
+        takenReturned = holder.nextReturned;
+        holder.nextReturned = null;
+        return holder;
+    }
+
+    /**
+     * Gives a cleared holder of this cache's stash, released on another
+     * thread, back to the owner for its next allocations; any thread. Never
+     * for a shared cache, whose holders go back to its stash under its lock.
+     */
+    void returnHolder(Allocation holder) {
+        Allocation head;
+        do {
+            head = returnedHolders.get();
+            holder.nextReturned = head;
+        } while (!returnedHolders.compareAndSet(head, holder));
     }
 
     /**

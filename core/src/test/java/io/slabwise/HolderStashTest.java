@@ -5,13 +5,18 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -280,9 +285,13 @@ class HolderStashTest {
         assertEquals(0, closing.committedBytes(), "the last release of a closed pool gives its chunk back");
     }
 
-    /** The race excluded: a holder freed on another thread is neither kept nor stashed by either thread. */
+    /**
+     * A holder freed on another thread is neither kept nor stashed there: it
+     * goes back, cleared, to the cache that made it, whose next allocation
+     * takes it once the stash is empty.
+     */
     @Test
-    void aHolderFreedOnAnotherThreadIsLeftAlone() throws Exception {
+    void aHolderFreedOnAnotherThreadGoesBackToItsOwner() throws Exception {
         Allocation a = pool.allocateStashed(pool.defaultCategory(), 64, false);
         ExecutorService other = Executors.newSingleThreadExecutor();
         try {
@@ -296,11 +305,82 @@ class HolderStashTest {
             other.shutdown();
             assertTrue(other.awaitTermination(30, TimeUnit.SECONDS));
         }
-        assertEquals(0, own().stashedHolders());
+        assertEquals(0, own().stashedHolders(), "not in the owner's stash: given back beside it");
         assertFalse(a.isLive());
+        assertEquals(null, a.nextReturned);
         Allocation next = pool.allocateStashed(pool.defaultCategory(), 64, false);
-        assertNotSame(a, next);
+        assertSame(a, next, "the owner's next allocation takes the holder given back");
+        assertTrue(next.isLive());
+        assertEquals(64, next.requested);
+        Allocation fresh = pool.allocateStashed(pool.defaultCategory(), 64, false);
+        assertNotSame(a, fresh, "one holder given back serves one allocation");
+        pool.free(fresh);
         pool.free(next);
+    }
+
+    /**
+     * Producers allocate with stashed holders and hand them to consumers that
+     * free them on their own threads, so holders keep going back to the
+     * producers while they allocate: a holder is never handed out while it
+     * is live, none serves two allocations at once, and every count and byte
+     * comes back.
+     */
+    @Test
+    void holdersGoingBackToTheirOwnersUnderTrafficAreNeverHandedOutTwice() throws Exception {
+        int producers = 2;
+        int perProducer = 20_000;
+        BlockingQueue<Allocation> handoff = new ArrayBlockingQueue<>(64);
+        AtomicInteger producing = new AtomicInteger(producers);
+        List<Runnable> tasks = new ArrayList<>();
+        for (int p = 0; p < producers; p++) {
+            int seed = p;
+            tasks.add(() -> {
+                Random random = new Random(20261126L + seed);
+                Set<Allocation> held = Collections.newSetFromMap(new IdentityHashMap<>());
+                try {
+                    for (int i = 0; i < perProducer; i++) {
+                        Allocation a = pool.allocateStashed(pool.defaultCategory(), 16 + random.nextInt(2000), false);
+                        assertTrue(a.isLive());
+                        assertEquals(null, a.nextReturned, "a holder handed out still linked");
+                        assertTrue(held.add(a), "a holder this thread still holds was handed out again");
+                        if (random.nextInt(4) == 0) {
+                            continue; // held a while, then freed on this thread: into the stash
+                        }
+                        held.remove(a);
+                        assertTrue(handoff.offer(a, 10, TimeUnit.SECONDS), "no consumer took the handoff");
+                        if (held.size() > 8) {
+                            Allocation mine = held.iterator().next();
+                            held.remove(mine);
+                            pool.free(mine);
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                } finally {
+                    held.forEach(pool::free);
+                    producing.decrementAndGet();
+                }
+            });
+        }
+        for (int c = 0; c < 2; c++) {
+            tasks.add(() -> {
+                try {
+                    while (producing.get() > 0 || !handoff.isEmpty()) {
+                        Allocation a = handoff.poll(1, TimeUnit.MILLISECONDS);
+                        if (a != null) {
+                            pool.free(a); // on another thread: back to its producer
+                        }
+                    }
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            });
+        }
+        ConcurrentTasks.runConcurrently(tasks);
+        assertTrue(handoff.isEmpty());
+        assertEquals(0, pool.requestedBytes(), pool.stats()::report);
+        PoolStats stats = pool.stats();
+        assertEquals(stats.allocations(), stats.releases());
     }
 
     /** Where an allocation's memory is: its chunk (one arena here, so ids are unique) and offset. */

@@ -171,24 +171,39 @@ class HolderReuseTest {
         }
     }
 
-    /** A holder freed on a thread other than its allocating one is not reused by either. */
+    /**
+     * A holder freed on a thread other than its allocating one goes back to
+     * the allocating thread, not to the releasing one, and serves its next
+     * buffer; the released buffer stays stale. With recycling the buffer
+     * object comes back with it, as with Netty's recycler.
+     */
     @Test
-    void holderReleasedOnAnotherThreadIsNotReused() throws Exception {
-        SlabwiseAllocator allocator = allocator(false);
-        ByteBuf buf = allocator.directBuffer(64);
-        Allocation holder = unwrapped(buf).allocation();
-        ExecutorService other = Executors.newSingleThreadExecutor();
-        try {
-            other.submit(() -> buf.release()).get();
-            ByteBuf there = other.submit(() -> allocator.directBuffer(64)).get();
-            ByteBuf here = allocator.directBuffer(64);
-            assertNotSame(holder, unwrapped(there).allocation());
-            assertNotSame(holder, unwrapped(here).allocation());
-            here.release();
-            other.submit(() -> there.release()).get();
-        } finally {
-            other.shutdown();
-            assertTrue(other.awaitTermination(30, TimeUnit.SECONDS));
+    void holderReleasedOnAnotherThreadGoesBackToItsOwner() throws Exception {
+        for (boolean recycle : new boolean[] {false, true}) {
+            SlabwiseAllocator allocator = allocator(recycle);
+            ByteBuf buf = allocator.directBuffer(64);
+            fill(buf, 5);
+            Allocation holder = unwrapped(buf).allocation();
+            ExecutorService other = Executors.newSingleThreadExecutor();
+            try {
+                other.submit(() -> buf.release()).get();
+                ByteBuf there = other.submit(() -> allocator.directBuffer(64)).get();
+                assertNotSame(holder, unwrapped(there).allocation(), "the releasing thread took the holder");
+                ByteBuf here = allocator.directBuffer(64);
+                fill(here, 6);
+                assertSame(holder, unwrapped(here).allocation(), "the holder did not come back to its owner");
+                if (recycle) {
+                    assertSame(unwrapped(buf), unwrapped(here), "the recycled object did not come back with it");
+                } else {
+                    assertStale(buf);
+                }
+                assertTrue(holds(here, 6));
+                here.release();
+                other.submit(() -> there.release()).get();
+            } finally {
+                other.shutdown();
+                assertTrue(other.awaitTermination(30, TimeUnit.SECONDS));
+            }
         }
     }
 
