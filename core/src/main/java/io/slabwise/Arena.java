@@ -75,6 +75,15 @@ final class Arena {
      */
     static final int GROWTH = 8;
 
+    /**
+     * Released subpage objects the arena keeps per size class for the next
+     * subpages of the class: heap only (a spare names no chunk), about 7 KiB
+     * for a class that keeps them all. Enough for the subpages that half a
+     * thread cache's stack, given back at once, can empty (128 entries of a
+     * class with two elements a subpage).
+     */
+    static final int SPARE_SUBPAGES = 64;
+
     /** Where chunks come from and go back to. */
     private final CommittedMemory committed;
     /** Times how long chunks stay idle. */
@@ -99,6 +108,9 @@ final class Arena {
     /** Bytes of the chunks this arena holds, idle ones included; written under the lock, read by any thread. */
     volatile long heldBytes;
     private final Subpage[] subpageHeads;
+    /** Released subpages kept per size class, up to {@link #SPARE_SUBPAGES} each, to serve new runs of the class. */
+    private final Subpage[][] spareSubpages;
+    private final int[] spareSubpageCount;
     final RemoteFreeQueue remoteFrees;
     /** Where a drain of {@link #remoteFrees} puts each entry: the queue sees a consumer, not the arena. */
     private final LongConsumer remoteFreeSink = this::freeEntry;
@@ -137,6 +149,8 @@ final class Arena {
         this.pageShift = Integer.numberOfTrailingZeros(sizes.pageSize());
         this.maxIdleChunks = maxIdleChunks;
         this.subpageHeads = new Subpage[sizes.count()];
+        this.spareSubpages = new Subpage[sizes.count()][];
+        this.spareSubpageCount = new int[sizes.count()];
         this.remoteFrees = new RemoteFreeQueue(remoteQueueCapacity);
     }
 
@@ -251,7 +265,10 @@ final class Arena {
             int runPages = sizes.subpageRunPages(sizeIndex);
             Chunk chunk = chunkWithRun(runPages);
             long run = chunk.allocateRun(runPages);
-            subpage = new Subpage(chunk, Chunk.runStart(run), runPages, sizeIndex, sizes.size(sizeIndex));
+            subpage = spareSubpage(sizeIndex, chunk, Chunk.runStart(run));
+            if (subpage == null) {
+                subpage = new Subpage(chunk, Chunk.runStart(run), runPages, sizeIndex, sizes.size(sizeIndex));
+            }
             chunk.setSubpage(subpage.runStart, subpage);
             linkSubpage(subpage);
         }
@@ -387,6 +404,39 @@ final class Arena {
         }
         subpage.chunk.setSubpage(subpage.runStart, null);
         subpage.chunk.freeRun(subpage.runStart, subpage.runPages);
+        keepSpare(subpage);
+    }
+
+    /** Keeps a released subpage for a later run of its class, if its class keeps fewer than {@link #SPARE_SUBPAGES}. */
+    private void keepSpare(Subpage subpage) {
+        int sizeIndex = subpage.sizeIndex;
+        int n = spareSubpageCount[sizeIndex];
+        if (n == SPARE_SUBPAGES) {
+            return;
+        }
+        Subpage[] spares = spareSubpages[sizeIndex];
+        if (spares == null) {
+            spareSubpages[sizeIndex] = spares = new Subpage[SPARE_SUBPAGES];
+        }
+        subpage.chunk = null; // the chunk may go back to the OS: a spare names none
+        spares[n] = subpage;
+        spareSubpageCount[sizeIndex] = n + 1;
+    }
+
+    /** A released subpage of class {@code sizeIndex} made to serve the run at {@code runStart} of {@code chunk}, or null. */
+    private Subpage spareSubpage(int sizeIndex, Chunk chunk, int runStart) {
+        int n = spareSubpageCount[sizeIndex];
+        if (n == 0) {
+            return null;
+        }
+        Subpage[] spares = spareSubpages[sizeIndex];
+        Subpage subpage = spares[--n];
+        if (!subpage.reuse(chunk, runStart)) {
+            return null;
+        }
+        spares[n] = null;
+        spareSubpageCount[sizeIndex] = n;
+        return subpage;
     }
 
     /** Gives back the runs of every subpage of a chunk that holds nothing; they are all empty. */
@@ -629,9 +679,10 @@ final class Arena {
             while (subpage != null) {
                 Subpage next = subpage.next;
                 if (subpage.isEmpty()) {
-                    releaseSubpage(subpage);
-                    if (subpage.chunk.isEmpty()) {
-                        subpage.chunk.idleSinceNanos = ticker.read();
+                    Chunk chunk = subpage.chunk;
+                    releaseSubpage(subpage); // (which may keep it as a spare, naming no chunk)
+                    if (chunk.isEmpty()) {
+                        chunk.idleSinceNanos = ticker.read();
                         idleChunks++;
                     }
                 }

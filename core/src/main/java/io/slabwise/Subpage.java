@@ -12,15 +12,17 @@ package io.slabwise;
  * A subpage with free elements sits in its arena's list for its size class;
  * it leaves the list when full and comes back at the first free. The tail is
  * the few bytes too short for one more element (see
- * {@code SizeClasses.chooseSubpageRunPages}).
+ * {@code SizeClasses.chooseSubpageRunPages}). A released subpage may serve
+ * a new run of its class later ({@link #reuse}).
  */
 final class Subpage extends ListNode<Subpage> {
 
     /** The most elements one subpage holds; the bitmap has this many bits. */
     static final int MAX_ELEMENTS = 512;
 
-    final Chunk chunk;
-    final int runStart;
+    /** The chunk and first page of the run; they change only when a spare subpage serves a new run ({@link #reuse}). */
+    Chunk chunk;
+    int runStart;
     final int runPages;
     final int sizeIndex;
     final int elementSize;
@@ -36,6 +38,23 @@ final class Subpage extends ListNode<Subpage> {
         this.elementSize = elementSize;
         this.elements = Math.min(MAX_ELEMENTS, (runPages << chunk.pageShift) / elementSize);
         this.taken = new Bitmap(elements);
+    }
+
+    /**
+     * Makes this released, empty subpage (its bitmap all free) serve the run
+     * of {@code runPages} pages at {@code runStart} of {@code chunk}, for the
+     * same size class: the arena keeps a few released subpages of each class,
+     * so that a class whose subpages empty and fill again in turn (a consumer
+     * thread's batches, then the producer's refills) does not make new ones.
+     * Whether it can: the same number of elements in the new run.
+     */
+    boolean reuse(Chunk chunk, int runStart) {
+        if (!isEmpty() || Math.min(MAX_ELEMENTS, (runPages << chunk.pageShift) / elementSize) != elements) {
+            return false;
+        }
+        this.chunk = chunk;
+        this.runStart = runStart;
+        return true;
     }
 
     /** Takes a free element and returns its handle; the caller has checked {@link #hasFree()}. */

@@ -10,6 +10,7 @@ import java.util.Random;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -116,6 +117,46 @@ class SubpageTest {
         assertEquals(130, Chunk.element(subpage.allocate()));
         assertEquals(300, Chunk.element(subpage.allocate()));
         assertFalse(subpage.hasFree());
+    }
+
+    /**
+     * A subpage released when it empties is kept, without its chunk, to serve
+     * the next run of its class: the same object, with every element free
+     * again and the new run's offsets; nothing of it keeps a chunk from going
+     * back.
+     */
+    @Test
+    void aReleasedSubpageServesTheNextRunOfItsClass() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).maxCachedSize(0).build());
+        Allocation[] first = {new Allocation(), new Allocation()};
+        Allocation third = new Allocation();
+        for (Allocation a : first) {
+            pool.allocate(4096, a); // two elements to a one-page subpage
+        }
+        pool.allocate(4096, third); // a second subpage, one element free: the first is not the last of its class
+        Subpage released = first[0].chunk.subpageAt(Chunk.runStart(first[0].handle));
+        assertEquals(2, released.elements);
+        for (Allocation a : first) {
+            pool.free(a);
+        }
+        assertEquals(null, released.chunk, "released: a spare names no chunk");
+
+        Allocation fourth = new Allocation();
+        Allocation fifth = new Allocation();
+        pool.allocate(4096, fourth); // the second subpage's free element
+        pool.allocate(4096, fifth); // a new run, served by the spare
+        Subpage serving = fifth.chunk.subpageAt(Chunk.runStart(fifth.handle));
+        assertSame(released, serving, "the spare serves the new run");
+        assertEquals(fifth.chunk, serving.chunk);
+        assertEquals(Chunk.runStart(fifth.handle), serving.runStart);
+        assertEquals(1, serving.freeElements(), "every element but the one just taken is free");
+        assertTrue(fifth.address() != fourth.address() && fifth.address() != third.address());
+        for (Allocation a : new Allocation[] {third, fourth, fifth}) {
+            pool.free(a);
+        }
+        pool.trim();
+        assertEquals(0, pool.committedBytes(), pool.stats()::report);
+        pool.close();
     }
 
     @Test
