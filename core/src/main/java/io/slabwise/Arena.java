@@ -301,6 +301,22 @@ final class Arena {
         }
     }
 
+    /**
+     * Hands a batch gathered by a thread cache over to the remote-free queue,
+     * lock-free, for the arena's next lock holder: a producer's next refill of
+     * the class takes those entries straight into its cache. What the queue
+     * has no room for is freed under the lock. The entries are named as in
+     * {@link #freeBatch}.
+     */
+    void handOverBatch(int[] chunkIds, long[] handles, int from, int to) {
+        for (int i = from; i < to; i++) {
+            if (!remoteFrees.offer(RemoteFreeQueue.encode(chunkIds[i], handles[i]))) {
+                freeBatch(chunkIds, handles, i, to);
+                return;
+            }
+        }
+    }
+
     /** Frees a batch gathered by a thread cache: the chunk of id {@code chunkIds[i]}, {@code handles[i]} for i in [from, to). */
     synchronized void freeBatch(int[] chunkIds, long[] handles, int from, int to) {
         drainRemoteFrees(DRAIN_BATCH);

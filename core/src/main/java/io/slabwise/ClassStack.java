@@ -67,12 +67,13 @@ final class ClassStack {
     }
 
     /**
-     * Pushes a freed entry, first giving the older half of the entries back
-     * to {@code arena} in one batch when the stack is full; false, with
-     * nothing changed, only when no entry could make room (the kept holders
-     * fill it). A thread that frees more of a class than it allocates (a
-     * consumer releasing what another thread allocated) thus takes the
-     * arena's lock once per half a stack, not once per release.
+     * Pushes a freed entry, first handing the older half of the entries
+     * over to {@code arena}'s remote-free queue when the stack is full;
+     * false, with nothing changed, only when no entry could make room (the
+     * kept holders fill it). A thread that frees more of a class than it
+     * allocates (a consumer releasing what another thread allocated) thus
+     * takes no lock for its releases (unless the queue is full), and the
+     * producer's next refill takes the entries straight into its cache.
      */
     boolean pushOrFlush(Arena arena, Chunk chunk, long handle) {
         if (!hasRoom()) {
@@ -81,7 +82,8 @@ final class ClassStack {
                 return false;
             }
             int older = (n + 1) / 2;
-            freeOldest(arena, older);
+            arena.handOverBatch(chunkIds, handles, 0, older);
+            dropOldest(older);
             lowWater = Math.max(0, lowWater - older);
         }
         chunkIds[count] = chunk.id;
@@ -198,8 +200,13 @@ final class ClassStack {
 
     /** Gives the {@code n} oldest entries (the bottom of the stack) back to {@code arena} in one batch. */
     private void freeOldest(Arena arena, int n) {
-        int left = count - n;
         arena.freeBatch(chunkIds, handles, 0, n);
+        dropOldest(n);
+    }
+
+    /** Forgets the {@code n} oldest entries, which went back to the arena. */
+    private void dropOldest(int n) {
+        int left = count - n;
         System.arraycopy(chunkIds, n, chunkIds, 0, left);
         System.arraycopy(handles, n, handles, 0, left);
         count = left;

@@ -61,9 +61,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * lock once per batch instead of once per buffer, and gets its own memory
  * back without the arena taking it apart and carving it again. The other
  * side, a thread that releases more of a class than it allocates (a
- * consumer), fills its stack; a release into a full stack gives the older
- * half back to the arena in one batch ({@link ClassStack#pushOrFlush}), so the
- * consumer too takes the lock once per half a stack.
+ * consumer), fills its stack; a release into a full stack hands the older
+ * half over to the arena's remote-free queue ({@link ClassStack#pushOrFlush}),
+ * lock-free, for the producer's next refill.
  *
  * <h2>Trimming</h2>
  * Every {@link #SWEEP_INTERVAL} operations the cache frees, per size class, as

@@ -94,10 +94,10 @@ class ThreadCacheTest {
 
     /**
      * A thread that releases what another allocated (a consumer) fills its
-     * stack of the class; the release that finds it full gives the older half
-     * back to the arena in one batch and keeps the newest entries, so the
-     * stack never holds more than its limit and the consumer does not take
-     * the arena's lock for every release after that.
+     * stack of the class; the release that finds it full hands the older half
+     * over to the arena's remote-free queue and keeps the newest entries, so
+     * the stack never holds more than its limit and the consumer takes no
+     * lock for its releases after that.
      */
     @Test
     void aConsumerFillingItsStackGivesTheOlderHalfBack() throws Exception {
@@ -118,6 +118,10 @@ class ThreadCacheTest {
                     pool.free(produced.get(released));
                 }
                 seen[phase] = ownCache(pool).cachedBytes() / 16;
+                if (phase == 1) {
+                    assertEquals(128, ownCache(pool).arena.remoteFrees.size(),
+                            "the older half was handed to the arena's queue, no lock taken");
+                }
             }
             Allocation next = new Allocation();
             pool.allocate(16, next);
