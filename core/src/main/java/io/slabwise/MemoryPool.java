@@ -135,7 +135,8 @@ public final class MemoryPool implements AutoCloseable {
             arenas[i] = new Arena(committed, i, sizes, config.firstChunkSize(), config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
-        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated, fittedAbove, dedicatedAbove);
+        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated, fittedAbove, dedicatedAbove,
+                this::isClosed);
         this.idle = new IdleMemory(arenas, threadCaches, committed, dedicated, config, sequentialAllocators.values(),
                 blockPools.values());
         this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
@@ -196,7 +197,6 @@ public final class MemoryPool implements AutoCloseable {
         if (!admission.close()) {
             return;
         }
-        threadCaches.close(); // before the shared caches are asked to flush
         dedicated.close();
         idle.reclaimAll(true);
         threadCaches.forgetOwn();

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -82,11 +83,12 @@ final class ThreadCaches {
     private final List<ThreadCache> dying = new ArrayList<>();
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
-    /** Set as the pool's close() begins, before it asks the shared caches to flush. */
-    private volatile boolean closed;
+    /** Whether the pool's close() began: its admission's flag, set before it asks the shared caches to flush. */
+    private final BooleanSupplier poolClosed;
 
     ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config, DedicatedRegions dedicated, int fittedAbove,
-                 int dedicatedAbove) {
+                 int dedicatedAbove, BooleanSupplier poolClosed) {
+        this.poolClosed = poolClosed;
         this.limit = limit;
         this.fittedAbove = fittedAbove;
         this.dedicatedAbove = dedicatedAbove;
@@ -129,14 +131,9 @@ final class ThreadCaches {
         return ref == null ? null : ref.get();
     }
 
-    /** The pool is closing: a shared cache's flush made later gives its arena's empty chunks back too. */
-    void close() {
-        closed = true;
-    }
-
     /** Whether the pool's {@code close()} began (see {@link ThreadCache#unlockShared()}). */
     boolean isClosed() {
-        return closed;
+        return poolClosed.getAsBoolean();
     }
 
     /** The calling thread forgets its cache of this pool (the cache stays registered until its thread dies). */
