@@ -36,7 +36,7 @@ final class Subpage extends ListNode<Subpage> {
         this.runPages = runPages;
         this.sizeIndex = sizeIndex;
         this.elementSize = elementSize;
-        this.elements = Math.min(MAX_ELEMENTS, (runPages << chunk.pageShift) / elementSize);
+        this.elements = elementsIn(chunk, runPages, elementSize);
         this.taken = new Bitmap(elements);
     }
 
@@ -49,12 +49,17 @@ final class Subpage extends ListNode<Subpage> {
      * Whether it can: the same number of elements in the new run.
      */
     boolean reuse(Chunk chunk, int runStart) {
-        if (!isEmpty() || Math.min(MAX_ELEMENTS, (runPages << chunk.pageShift) / elementSize) != elements) {
+        if (!isEmpty() || elementsIn(chunk, runPages, elementSize) != elements) {
             return false;
         }
         this.chunk = chunk;
         this.runStart = runStart;
         return true;
+    }
+
+    /** How many elements of {@code elementSize} bytes a run of {@code runPages} pages of {@code chunk} holds. */
+    private static int elementsIn(Chunk chunk, int runPages, int elementSize) {
+        return Math.min(MAX_ELEMENTS, (runPages << chunk.pageShift) / elementSize);
     }
 
     /** Takes a free element and returns its handle; the caller has checked {@link #hasFree()}. */
