@@ -174,7 +174,13 @@ final class Admission {
         PoolEvents.LimitWait waitEvent = PoolEvents.beginWait();
         String outcome = null;
         try {
-            if (!limit.awaitTurn(queue, ticket, deadline)) {
+            // a quota lowered while this caller waits may leave its request with no hope: it fails then
+            int turn;
+            while ((turn = limit.awaitTurn(queue, ticket, deadline, () -> neverSatisfiable(attempt, category, requested)))
+                    == MemoryLimit.GAVE_UP) {
+                failIfNeverSatisfiable(attempt, category, requested, policy); // unless the quota went back up since
+            }
+            if (turn == MemoryLimit.TIMED_OUT) {
                 outcome = PoolEvents.TIMEOUT;
                 throw refuse(category, requested, waitedFor, policy, PoolEvents.WAIT_TIMEOUT,
                         " after waiting " + config.waitTimeout().toMillis() + " ms");
@@ -197,6 +203,7 @@ final class Admission {
                     }
                 }
                 checkOpen();
+                failIfNeverSatisfiable(attempt, category, requested, policy); // the quota may have been lowered
                 if (!limit.awaitRelease(seen, deadline)) {
                     outcome = PoolEvents.TIMEOUT;
                     throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.WAIT_TIMEOUT,
@@ -233,6 +240,9 @@ final class Admission {
      * quota or than the ceiling (a request just under either may reserve more).
      */
     private void failIfNeverSatisfiable(Attempt attempt, Category category, int requested, LimitPolicy policy) {
+        if (!neverSatisfiable(attempt, category, requested)) {
+            return;
+        }
         // what the request reserves, not what it asks for: 99 000 bytes reserve 13 pages, 106 496 bytes
         long reserved = Math.max(requested, attempt.leastReserved(requested));
         String why = reserved > requested ? "the request reserves " + reserved + " bytes, more than" : "the request is larger than";
@@ -244,6 +254,16 @@ final class Admission {
             throw refuse(category, requested, MemoryLimitException.Kind.CEILING, policy, PoolEvents.NEVER_SATISFIABLE,
                     " (" + why + " the ceiling itself: it can never be satisfied)");
         }
+    }
+
+    /**
+     * Whether no release can ever make room for the request: it reserves more
+     * than its category's quota (which {@link #setQuota} may have lowered) or
+     * than the ceiling. Reads only the limits; any lock may be held.
+     */
+    private boolean neverSatisfiable(Attempt attempt, Category category, int requested) {
+        long reserved = Math.max(requested, attempt.leastReserved(requested));
+        return (category.tracked && reserved > category.quota) || reserved > limit.max;
     }
 
     /** Counts and reports a refusal, and returns the exception to throw for it. */

@@ -5,6 +5,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * The ceiling on committed bytes, and the queue of callers waiting for memory.
@@ -156,18 +157,33 @@ final class MemoryLimit {
         }
     }
 
-    /** Waits until {@code ticket} is served in {@code queue}; false when the deadline passed first. */
-    boolean awaitTurn(WaitQueue queue, long ticket, long deadlineNanos) throws InterruptedException {
+    /** {@link #awaitTurn}: the caller's turn came. */
+    static final int TURN = 0;
+    /** {@link #awaitTurn}: the deadline passed first. */
+    static final int TIMED_OUT = 1;
+    /** {@link #awaitTurn}: the caller's request became hopeless while it waited. */
+    static final int GAVE_UP = 2;
+
+    /**
+     * Waits until {@code ticket} is served in {@code queue}, checking
+     * {@code hopeless} (which must take no lock) before every wait, since a
+     * change of a limit wakes the waiters too: {@link #TURN},
+     * {@link #TIMED_OUT} or {@link #GAVE_UP}.
+     */
+    int awaitTurn(WaitQueue queue, long ticket, long deadlineNanos, BooleanSupplier hopeless) throws InterruptedException {
         lock.lock();
         try {
             while (queue.servingTicket != ticket) {
+                if (hopeless.getAsBoolean()) {
+                    return GAVE_UP;
+                }
                 long left = deadlineNanos - System.nanoTime();
                 if (left <= 0) {
-                    return false;
+                    return TIMED_OUT;
                 }
                 changed.awaitNanos(left);
             }
-            return true;
+            return TURN;
         } finally {
             lock.unlock();
         }

@@ -592,7 +592,10 @@ public final class MemoryPool implements AutoCloseable {
      * Changes the quota of a category at run time; the category must have been
      * given a quota when the pool was built (that is what makes its reserved
      * bytes tracked exactly). Allocations already made are kept; new ones are
-     * refused while the category is over the new quota.
+     * refused while the category is over the new quota. Callers waiting under
+     * {@link LimitPolicy#WAIT} try again; one whose request reserves more
+     * than the new quota fails at once as never satisfiable, rather than
+     * wait out its timeout.
      *
      * @throws IllegalStateException when the category has no tracked quota
      */

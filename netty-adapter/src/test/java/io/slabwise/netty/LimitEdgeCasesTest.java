@@ -1,5 +1,6 @@
 package io.slabwise.netty;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryLimitException;
@@ -9,12 +10,22 @@ import org.junit.jupiter.api.function.Executable;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Limits at their edges: requests whose reserved size can never fit, and a failed setQuota. */
+/**
+ * Limits at their edges: requests whose reserved size can never fit, from the
+ * start or once a quota is lowered under waiting callers, and a failed setQuota.
+ */
 @Timeout(60)
 class LimitEdgeCasesTest {
 
@@ -52,6 +63,87 @@ class LimitEdgeCasesTest {
         long millis = (System.nanoTime() - start) / 1_000_000;
         assertTrue(e.getMessage().contains("never"), e.getMessage());
         assertTrue(millis < 1000, "waited " + millis + " ms for a request no release can make room for: " + e.getMessage());
+    }
+
+    /**
+     * Two callers wait under a full 1 MiB quota, one at the head of the line
+     * and one behind it. Lowering the quota to 256 KiB leaves neither request
+     * any hope: both fail as never satisfiable as soon as it changes, not
+     * after the 60-second wait.
+     */
+    @Test
+    void waitersFailOnceTheQuotaIsLoweredBelowTheirRequests() throws Exception {
+        SlabwiseAllocator allocator = SlabwiseAllocator.builder().limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofSeconds(60)).quota("block_cache", 1 << 20).build();
+        ByteBufAllocator view = allocator.forCategory("block_cache");
+        ByteBuf held = view.directBuffer(768 << 10);
+        ExecutorService waiters = Executors.newFixedThreadPool(2);
+        try {
+            CompletableFuture<ByteBuf> head = CompletableFuture.supplyAsync(() -> view.directBuffer(512 << 10), waiters);
+            awaitWaiting(allocator, 1);
+            CompletableFuture<ByteBuf> behind = CompletableFuture.supplyAsync(() -> view.directBuffer(384 << 10), waiters);
+            awaitWaiting(allocator, 2);
+
+            long start = System.nanoTime();
+            allocator.setQuota("block_cache", 256 << 10);
+            assertNeverSatisfiable(head);
+            assertNeverSatisfiable(behind);
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(millis < 10_000, "the waiters took " + millis + " ms to give up");
+            assertEquals(0, allocator.pool().waitingAllocations());
+            assertEquals(768 << 10, allocator.pool().reservedBytes(), "the failed requests took nothing");
+        } finally {
+            waiters.shutdownNow();
+            held.release();
+            allocator.close();
+        }
+    }
+
+    /**
+     * A quota lowered, but not below the request at the head of the line,
+     * leaves that request waiting, and the next release serves it; the
+     * request behind it, which the new quota cannot hold, fails at once
+     * although its turn has not come.
+     */
+    @Test
+    void theWaiterTheLoweredQuotaHoldsIsServedWhileTheOneBehindItFails() throws Exception {
+        SlabwiseAllocator allocator = SlabwiseAllocator.builder().limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(Duration.ofSeconds(60)).quota("block_cache", 1 << 20).build();
+        ByteBufAllocator view = allocator.forCategory("block_cache");
+        ByteBuf held = view.directBuffer(960 << 10);
+        ExecutorService waiters = Executors.newFixedThreadPool(2);
+        try {
+            CompletableFuture<ByteBuf> head = CompletableFuture.supplyAsync(() -> view.directBuffer(128 << 10), waiters);
+            awaitWaiting(allocator, 1);
+            CompletableFuture<ByteBuf> behind = CompletableFuture.supplyAsync(() -> view.directBuffer(640 << 10), waiters);
+            awaitWaiting(allocator, 2);
+
+            allocator.setQuota("block_cache", 256 << 10);
+            assertNeverSatisfiable(behind);
+            assertFalse(head.isDone(), "a request the new quota can hold must not fail");
+            assertEquals(1, allocator.pool().waitingAllocations());
+            held.release();
+            ByteBuf served = head.get(30, TimeUnit.SECONDS);
+            assertEquals(128 << 10, served.capacity());
+            served.release();
+        } finally {
+            waiters.shutdownNow();
+            allocator.close();
+        }
+    }
+
+    private static void assertNeverSatisfiable(CompletableFuture<ByteBuf> request) throws Exception {
+        ExecutionException e = assertThrows(ExecutionException.class, () -> request.get(30, TimeUnit.SECONDS));
+        MemoryLimitException refusal = assertInstanceOf(MemoryLimitException.class, e.getCause());
+        assertTrue(refusal.getMessage().contains("never"), refusal.getMessage());
+        assertTrue(refusal.getMessage().contains("262144"), "names the new quota: " + refusal.getMessage());
+    }
+
+    /** Spins until {@code n} callers wait: the state the test is about, reached without sleeping. */
+    private static void awaitWaiting(SlabwiseAllocator allocator, int n) {
+        while (allocator.pool().waitingAllocations() < n) {
+            Thread.onSpinWait();
+        }
     }
 
     /** A refused setQuota (a typo, a category without a quota) must not leave a new category behind. */
