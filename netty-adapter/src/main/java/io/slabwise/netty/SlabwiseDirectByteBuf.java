@@ -134,13 +134,36 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     /** A duplicate of {@code memory} for the internal NIO view, made on first use. */
     private ByteBuffer tmpNioBuffer;
 
-    SlabwiseDirectByteBuf(boolean recycled) {
+    /** A buffer object to be recycled, holding nothing yet: {@link #reuse} sets it up for each allocation. */
+    SlabwiseDirectByteBuf() {
         super(0);
-        this.recycled = recycled;
+        this.recycled = true;
         refCnt = 1;
         // a plain store, not a volatile one (a full fence on x86, on every allocation); the fence keeps a
         // racy publication from showing a count of 0, as Netty's buffers do
         VarHandle.storeStoreFence();
+    }
+
+    /**
+     * A buffer that is not recycled, over {@code allocation}: every field is
+     * set here, before the fence, so the compiler can write them as it
+     * initialises the new object instead of zeroing them first and storing
+     * them again.
+     */
+    SlabwiseDirectByteBuf(ByteBufAllocator allocator, MemoryPool pool, Allocator source, Allocation allocation,
+                          int maxCapacity) {
+        super(maxCapacity);
+        this.recycled = false;
+        this.allocation = allocation;
+        this.allocator = allocator;
+        this.pool = pool;
+        this.source = source;
+        this.memory = EngineAccess.chunkMemory(allocation);
+        this.address = allocation.address();
+        this.offset = allocation.offset();
+        this.length = allocation.requestedBytes();
+        refCnt = 1;
+        VarHandle.storeStoreFence(); // as above
     }
 
     /**
@@ -156,10 +179,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (!source.allocate(capacity, a)) {
             return null;
         }
-        SlabwiseDirectByteBuf buf = newInstance(false, nativeAccess);
-        buf.allocation = a;
-        buf.init(allocator, pool, source, maxCapacity);
-        return buf;
+        return newInstance(allocator, pool, source, a, maxCapacity, nativeAccess);
     }
 
     /**
@@ -178,17 +198,18 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (a == null) {
             return null;
         }
-        SlabwiseDirectByteBuf buf;
         if (!recycle) {
-            buf = newInstance(false, nativeAccess);
-        } else if ((buf = (SlabwiseDirectByteBuf) EngineAccess.attachment(a)) == null) {
-            buf = newInstance(true, nativeAccess); // a new holder, or one whose object moved to another allocation
+            return newInstance(allocator, pool, general, a, maxCapacity, nativeAccess);
+        }
+        SlabwiseDirectByteBuf buf = (SlabwiseDirectByteBuf) EngineAccess.attachment(a);
+        if (buf == null) {
+            buf = newRecycled(nativeAccess); // a new holder, or one whose object moved to another allocation
             EngineAccess.attach(a, buf);
         }
-        if (buf.allocation != a) { // a recycled object comes back with its own holder (see init)
+        if (buf.allocation != a) { // a recycled object comes back with its own holder (see reuse)
             buf.allocation = a;
         }
-        buf.init(allocator, pool, general, maxCapacity);
+        buf.reuse(allocator, pool, general, maxCapacity);
         return buf;
     }
 
@@ -198,18 +219,24 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      */
     static SlabwiseDirectByteBuf wrap(ByteBufAllocator allocator, MemoryPool pool, Allocator growSource,
                                       Allocation allocation, int maxCapacity, boolean nativeAccess) {
-        SlabwiseDirectByteBuf buf = newInstance(false, nativeAccess);
-        buf.allocation = allocation;
-        buf.init(allocator, pool, growSource, maxCapacity);
-        return buf;
+        return newInstance(allocator, pool, growSource, allocation, maxCapacity, nativeAccess);
     }
 
-    /** A new buffer object: native access only where {@link #NATIVE_ACCESS} allows it. */
-    private static SlabwiseDirectByteBuf newInstance(boolean recycled, boolean nativeAccess) {
-        return nativeAccess && NATIVE_ACCESS ? new SlabwiseUnsafeDirectByteBuf(recycled) : new SlabwiseDirectByteBuf(recycled);
+    /** A new buffer object to be recycled: native access only where {@link #NATIVE_ACCESS} allows it. */
+    private static SlabwiseDirectByteBuf newRecycled(boolean nativeAccess) {
+        return nativeAccess && NATIVE_ACCESS ? new SlabwiseUnsafeDirectByteBuf() : new SlabwiseDirectByteBuf();
     }
 
-    private void init(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int maxCapacity) {
+    /** A new buffer object, never recycled, over {@code a}: native access only where {@link #NATIVE_ACCESS} allows it. */
+    private static SlabwiseDirectByteBuf newInstance(ByteBufAllocator allocator, MemoryPool pool, Allocator source,
+                                                     Allocation a, int maxCapacity, boolean nativeAccess) {
+        return nativeAccess && NATIVE_ACCESS
+                ? new SlabwiseUnsafeDirectByteBuf(allocator, pool, source, a, maxCapacity)
+                : new SlabwiseDirectByteBuf(allocator, pool, source, a, maxCapacity);
+    }
+
+    /** Sets up a recycled object, new or reused, for the allocation it now holds, as a new buffer would be. */
+    private void reuse(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int maxCapacity) {
         // a recycled object is long-lived, and a reference stored into a long-lived object costs G1 a memory
         // fence and a card mark: what it already holds (the usual case) is not stored again
         if (this.allocator != allocator) {
@@ -223,13 +250,10 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         }
         attach(allocation);
         maxCapacity(maxCapacity);
-        if (recycled) {
-            // a recycled object: a new object already has a reference count of 1 and every index at 0
-            REF_CNT.setRelease(this, 1);
-            setIndex(0, 0);
-            markReaderIndex();
-            markWriterIndex();
-        }
+        REF_CNT.setRelease(this, 1);
+        setIndex(0, 0);
+        markReaderIndex();
+        markWriterIndex();
     }
 
     private void attach(Allocation a) {

@@ -1,7 +1,11 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.internal.PlatformDependent;
+import io.slabwise.Allocation;
+import io.slabwise.Allocator;
+import io.slabwise.MemoryPool;
 
 /**
  * A {@link SlabwiseDirectByteBuf} that reads and writes its bytes with native
@@ -18,8 +22,14 @@ final class SlabwiseUnsafeDirectByteBuf extends SlabwiseDirectByteBuf {
 
     private static final boolean NATIVE_BIG_ENDIAN = PlatformDependent.BIG_ENDIAN_NATIVE_ORDER;
 
-    SlabwiseUnsafeDirectByteBuf(boolean recycled) {
-        super(recycled);
+    /** See {@link SlabwiseDirectByteBuf#SlabwiseDirectByteBuf()}. */
+    SlabwiseUnsafeDirectByteBuf() {
+    }
+
+    /** See {@link SlabwiseDirectByteBuf#SlabwiseDirectByteBuf(ByteBufAllocator, MemoryPool, Allocator, Allocation, int)}. */
+    SlabwiseUnsafeDirectByteBuf(ByteBufAllocator allocator, MemoryPool pool, Allocator source, Allocation allocation,
+                                int maxCapacity) {
+        super(allocator, pool, source, allocation, maxCapacity);
     }
 
     @Override
