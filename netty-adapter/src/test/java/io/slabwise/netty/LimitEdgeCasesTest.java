@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -73,16 +74,14 @@ class LimitEdgeCasesTest {
      */
     @Test
     void waitersFailOnceTheQuotaIsLoweredBelowTheirRequests() throws Exception {
-        SlabwiseAllocator allocator = SlabwiseAllocator.builder().limitPolicy(LimitPolicy.WAIT)
-                .waitTimeout(Duration.ofSeconds(60)).quota("block_cache", 1 << 20).build();
+        SlabwiseAllocator allocator = waitingUnderAQuota();
         ByteBufAllocator view = allocator.forCategory("block_cache");
         ByteBuf held = view.directBuffer(768 << 10);
         ExecutorService waiters = Executors.newFixedThreadPool(2);
         try {
-            CompletableFuture<ByteBuf> head = CompletableFuture.supplyAsync(() -> view.directBuffer(512 << 10), waiters);
-            awaitWaiting(allocator, 1);
-            CompletableFuture<ByteBuf> behind = CompletableFuture.supplyAsync(() -> view.directBuffer(384 << 10), waiters);
-            awaitWaiting(allocator, 2);
+            List<CompletableFuture<ByteBuf>> line = lineUp(allocator, view, waiters, 512 << 10, 384 << 10);
+            CompletableFuture<ByteBuf> head = line.get(0);
+            CompletableFuture<ByteBuf> behind = line.get(1);
 
             long start = System.nanoTime();
             allocator.setQuota("block_cache", 256 << 10);
@@ -107,16 +106,14 @@ class LimitEdgeCasesTest {
      */
     @Test
     void theWaiterTheLoweredQuotaHoldsIsServedWhileTheOneBehindItFails() throws Exception {
-        SlabwiseAllocator allocator = SlabwiseAllocator.builder().limitPolicy(LimitPolicy.WAIT)
-                .waitTimeout(Duration.ofSeconds(60)).quota("block_cache", 1 << 20).build();
+        SlabwiseAllocator allocator = waitingUnderAQuota();
         ByteBufAllocator view = allocator.forCategory("block_cache");
         ByteBuf held = view.directBuffer(960 << 10);
         ExecutorService waiters = Executors.newFixedThreadPool(2);
         try {
-            CompletableFuture<ByteBuf> head = CompletableFuture.supplyAsync(() -> view.directBuffer(128 << 10), waiters);
-            awaitWaiting(allocator, 1);
-            CompletableFuture<ByteBuf> behind = CompletableFuture.supplyAsync(() -> view.directBuffer(640 << 10), waiters);
-            awaitWaiting(allocator, 2);
+            List<CompletableFuture<ByteBuf>> line = lineUp(allocator, view, waiters, 128 << 10, 640 << 10);
+            CompletableFuture<ByteBuf> head = line.get(0);
+            CompletableFuture<ByteBuf> behind = line.get(1);
 
             allocator.setQuota("block_cache", 256 << 10);
             assertNeverSatisfiable(behind);
@@ -130,6 +127,23 @@ class LimitEdgeCasesTest {
             waiters.shutdownNow();
             allocator.close();
         }
+    }
+
+    /** An allocator whose {@code block_cache} category has a 1 MiB quota, under which callers wait up to 60 s. */
+    private static SlabwiseAllocator waitingUnderAQuota() {
+        return SlabwiseAllocator.builder().limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(60))
+                .quota("block_cache", 1 << 20).build();
+    }
+
+    /** Starts one caller per request, each on its own thread, and returns once each waits, in that order in line. */
+    private static List<CompletableFuture<ByteBuf>> lineUp(SlabwiseAllocator allocator, ByteBufAllocator view,
+                                                           ExecutorService threads, int... requests) {
+        List<CompletableFuture<ByteBuf>> line = new ArrayList<>();
+        for (int bytes : requests) {
+            line.add(CompletableFuture.supplyAsync(() -> view.directBuffer(bytes), threads));
+            awaitWaiting(allocator, line.size());
+        }
+        return line;
     }
 
     private static void assertNeverSatisfiable(CompletableFuture<ByteBuf> request) throws Exception {
