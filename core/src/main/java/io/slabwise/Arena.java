@@ -447,12 +447,10 @@ final class Arena {
         }
         Subpage[] spares = spareSubpages[sizeIndex];
         Subpage subpage = spares[--n];
-        if (!subpage.reuse(chunk, runStart)) {
-            return null;
-        }
         spares[n] = null;
         spareSubpageCount[sizeIndex] = n;
-        return subpage;
+        // taken off first: a spare that cannot serve this run is dropped, not left on top to refuse every later one
+        return subpage.reuse(chunk, runStart) ? subpage : null;
     }
 
     /** Gives back the runs of every subpage of a chunk that holds nothing; they are all empty. */

@@ -27,6 +27,8 @@ public final class Category {
     private final String name;
     /** Index into the per-thread counter arrays; dense from 0. */
     final int id;
+    /** The pool this category belongs to. */
+    private final MemoryPool pool;
     /** The general pool for this category. */
     final CategoryAllocator allocator;
     /** Whether reserved bytes are tracked exactly, so that a quota can be enforced. */
@@ -45,6 +47,7 @@ public final class Category {
     Category(MemoryPool pool, String name, int id, boolean tracked, long quota, LimitPolicy policy) {
         this.name = checkName(name);
         this.id = id;
+        this.pool = pool;
         this.allocator = new CategoryAllocator(pool, this);
         this.tracked = tracked;
         this.quota = quota;
@@ -91,6 +94,14 @@ public final class Category {
                     + " starting with a letter or digit: \"" + name + '"');
         }
         return name;
+    }
+
+    /**
+     * The pool this category belongs to: the one that frees what was
+     * allocated in it ({@code allocation.category().pool().free(allocation)}).
+     */
+    public MemoryPool pool() {
+        return pool;
     }
 
     /** The category's name. */

@@ -537,6 +537,8 @@ class MemoryPoolTest {
         IllegalArgumentException wrongPool = assertThrows(IllegalArgumentException.class,
                 () -> pool.allocate(foreign, 10, new Allocation()));
         assertTrue(wrongPool.getMessage().contains("another pool"), wrongPool.getMessage());
+        assertSame(other, foreign.pool(), "a category names the pool it belongs to");
+        assertSame(pool, a.category().pool(), "so a live allocation names the pool that frees it");
 
         pool.free(a);
         IllegalStateException doubleFree = assertThrows(IllegalStateException.class, () -> pool.free(a));

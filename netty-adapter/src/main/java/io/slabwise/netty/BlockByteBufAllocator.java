@@ -7,7 +7,6 @@ import io.slabwise.Allocation;
 import io.slabwise.Allocator;
 import io.slabwise.BlockPool;
 import io.slabwise.BlockStats;
-import io.slabwise.MemoryPool;
 
 import java.util.List;
 
@@ -44,7 +43,7 @@ public final class BlockByteBufAllocator {
         if (parts == null) {
             return null;
         }
-        return SlabwiseAllocator.leakAware(composite(view, parent.pool(), blocks.generalAllocator(), parts,
+        return SlabwiseAllocator.leakAware(composite(view, blocks.generalAllocator(), parts,
                 parent.nativeAccess()));
     }
 
@@ -53,11 +52,11 @@ public final class BlockByteBufAllocator {
      * index 0, capacity the parts' requested bytes; a part that must grow
      * moves to {@code growSource}.
      */
-    static CompositeByteBuf composite(ByteBufAllocator view, MemoryPool pool, Allocator growSource, List<Allocation> parts,
+    static CompositeByteBuf composite(ByteBufAllocator view, Allocator growSource, List<Allocation> parts,
                                       boolean nativeAccess) {
         CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
         for (Allocation part : parts) {
-            ByteBuf component = SlabwiseDirectByteBuf.wrap(view, pool, growSource, part, part.requestedBytes(),
+            ByteBuf component = SlabwiseDirectByteBuf.wrap(view, growSource, part, part.requestedBytes(),
                     nativeAccess);
             component.writerIndex(component.capacity());
             composite.addComponent(false, component);

@@ -137,7 +137,7 @@ public final class BufferEvacuation {
         if (!evacuation.moveInto(old.allocation(), to)) {
             return null;
         }
-        return SlabwiseAllocator.leakAware(SlabwiseDirectByteBuf.wrap(old.alloc(), allocator.pool(), old.source(), to,
+        return SlabwiseAllocator.leakAware(SlabwiseDirectByteBuf.wrap(old.alloc(), old.source(), to,
                 old.maxCapacity(), allocator.nativeAccess()));
     }
 
@@ -147,7 +147,7 @@ public final class BufferEvacuation {
             return null;
         }
         Allocator growSource = ((SlabwiseDirectByteBuf) root(old.component(0))).source();
-        return SlabwiseAllocator.leakAware(BlockByteBufAllocator.composite(old.alloc(), allocator.pool(), growSource,
+        return SlabwiseAllocator.leakAware(BlockByteBufAllocator.composite(old.alloc(), growSource,
                 moved, allocator.nativeAccess()));
     }
 

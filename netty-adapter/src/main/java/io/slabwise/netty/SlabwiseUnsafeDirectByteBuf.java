@@ -5,7 +5,6 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
 import io.slabwise.Allocator;
-import io.slabwise.MemoryPool;
 
 /**
  * A {@link SlabwiseDirectByteBuf} that reads and writes its bytes with native
@@ -26,10 +25,10 @@ final class SlabwiseUnsafeDirectByteBuf extends SlabwiseDirectByteBuf {
     SlabwiseUnsafeDirectByteBuf() {
     }
 
-    /** See {@link SlabwiseDirectByteBuf#SlabwiseDirectByteBuf(ByteBufAllocator, MemoryPool, Allocator, Allocation, int)}. */
-    SlabwiseUnsafeDirectByteBuf(ByteBufAllocator allocator, MemoryPool pool, Allocator source, Allocation allocation,
+    /** See {@link SlabwiseDirectByteBuf#SlabwiseDirectByteBuf(ByteBufAllocator, Allocator, Allocation, int)}. */
+    SlabwiseUnsafeDirectByteBuf(ByteBufAllocator allocator, Allocator source, Allocation allocation,
                                 int maxCapacity) {
-        super(allocator, pool, source, allocation, maxCapacity);
+        super(allocator, source, allocation, maxCapacity);
     }
 
     @Override

@@ -357,6 +357,12 @@ class HolderReuseTest {
         assertTrue(holds(grown, 9), "the moved buffer's bytes were overwritten");
         next.release();
         grown.release();
+        // detached from its first holder, the object is no longer recycled: released, it drops what it held
+        assertNull(object.allocation(), "a moved buffer kept its allocation after release");
+        assertThrows(IllegalReferenceCountException.class, () -> grown.getByte(0));
+        ByteBuf after = allocator.directBuffer(64);
+        assertNotSame(object, unwrapped(after), "a moved buffer object was recycled");
+        after.release();
     }
 
     /**
