@@ -104,7 +104,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
 
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
     ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, pool, source, initialCapacity, maxCapacity,
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, source, initialCapacity, maxCapacity,
                 nativeAccess);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }

@@ -164,8 +164,8 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      * {@link io.slabwise.LimitPolicy#RETURN_NULL}. The buffer object is never
      * recycled: only the general pool's holders come from a stash.
      */
-    static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, MemoryPool pool, Allocator source, int capacity,
-                                          int maxCapacity, boolean nativeAccess) {
+    static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, Allocator source, int capacity, int maxCapacity,
+                                          boolean nativeAccess) {
         Allocation a = new Allocation();
         if (!source.allocate(capacity, a)) {
             return null;
