@@ -26,6 +26,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -300,8 +301,10 @@ class HolderReuseTest {
     /**
      * The recycling mode hands out a released buffer object again, never one
      * that is live: on one thread with many buffers live at once and in a
-     * seeded random order of allocations and releases, no object and no holder
-     * is ever given to two live buffers, and each keeps its bytes.
+     * seeded random order of allocations, growths and releases, no object and
+     * no holder is ever given to two live buffers, and each keeps its bytes. A
+     * buffer that moved to a new allocation to grow is not recycled at all:
+     * its object is never handed out again.
      */
     @Test
     void recycledObjectsNeverAliasALiveBuffer() {
@@ -312,16 +315,34 @@ class HolderReuseTest {
         List<Sent> live = new ArrayList<>();
         boolean reused = false;
         Set<SlabwiseDirectByteBuf> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<SlabwiseDirectByteBuf> moved = Collections.newSetFromMap(new IdentityHashMap<>());
         for (int i = 0; i < 50_000; i++) {
             if (live.isEmpty() || (live.size() < 64 && random.nextBoolean())) {
                 ByteBuf buf = allocator.directBuffer(SIZES[random.nextInt(SIZES.length)]);
                 SlabwiseDirectByteBuf object = unwrapped(buf);
                 assertTrue(liveObjects.add(object), "a live buffer object was handed out again");
                 assertTrue(liveHolders.add(object.allocation()), "a live holder was handed out again");
+                assertFalse(moved.contains(object), "the object of a buffer that moved was recycled");
                 reused |= !seen.add(object);
                 long contentSeed = random.nextLong();
                 fill(buf, contentSeed);
                 live.add(new Sent(buf, contentSeed));
+            } else if (random.nextInt(8) == 0) { // grow one: to another size class, so it usually moves
+                int at = random.nextInt(live.size());
+                Sent sent = live.get(at);
+                SlabwiseDirectByteBuf object = unwrapped(sent.buf());
+                Allocation before = object.allocation();
+                int capacity = sent.buf().capacity();
+                sent.buf().capacity(Math.min(capacity * 4 + 1, 1 << 20));
+                assertTrue(holds(sent.buf().slice(0, capacity), sent.seed()), "growing lost bytes");
+                if (object.allocation() != before) {
+                    liveHolders.remove(before);
+                    assertTrue(liveHolders.add(object.allocation()), "a buffer moved into a live holder");
+                    moved.add(object);
+                }
+                long contentSeed = random.nextLong();
+                fill(sent.buf(), contentSeed);
+                live.set(at, new Sent(sent.buf(), contentSeed));
             } else {
                 Sent sent = live.remove(random.nextInt(live.size()));
                 assertTrue(holds(sent.buf(), sent.seed()), "a live buffer was overwritten");
@@ -332,6 +353,7 @@ class HolderReuseTest {
             }
         }
         assertTrue(reused, "buffer objects were recycled: the case under test");
+        assertTrue(moved.size() > 100, "buffers moved to grow: " + moved.size());
         for (Sent sent : live) {
             assertTrue(holds(sent.buf(), sent.seed()));
             sent.buf().release();
