@@ -48,7 +48,7 @@ public final class Category {
         this.name = checkName(name);
         this.id = id;
         this.pool = pool;
-        this.allocator = new CategoryAllocator(pool, this);
+        this.allocator = new CategoryAllocator(this);
         this.tracked = tracked;
         this.quota = quota;
         this.policy = policy;

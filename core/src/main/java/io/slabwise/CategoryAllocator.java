@@ -3,11 +3,9 @@ package io.slabwise;
 /** The general pool (size classes, runs, subpages, huge regions) for one category. */
 final class CategoryAllocator implements Allocator {
 
-    private final MemoryPool pool;
     private final Category category;
 
-    CategoryAllocator(MemoryPool pool, Category category) {
-        this.pool = pool;
+    CategoryAllocator(Category category) {
         this.category = category;
     }
 
@@ -18,7 +16,7 @@ final class CategoryAllocator implements Allocator {
 
     @Override
     public boolean allocate(int requested, Allocation out) {
-        return pool.allocateInOwnCategory(category, requested, out); // made by the pool for one of its categories
+        return category.pool().allocateInOwnCategory(category, requested, out); // made by the pool for one of its categories
     }
 
     @Override

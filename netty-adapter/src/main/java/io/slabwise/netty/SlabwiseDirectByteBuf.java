@@ -366,8 +366,9 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (newCapacity == length) {
             return this;
         }
-        if (!allocation.category().pool().resizeInPlace(allocation, newCapacity)) {
-            moveTo(newCapacity);
+        MemoryPool pool = allocation.category().pool();
+        if (!pool.resizeInPlace(allocation, newCapacity)) {
+            moveTo(pool, newCapacity);
         }
         int oldLength = length;
         attach(allocation);
@@ -377,11 +378,10 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         return this;
     }
 
-    /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one. */
-    private void moveTo(int newCapacity) {
+    /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one into {@code pool}, its pool. */
+    private void moveTo(MemoryPool pool, int newCapacity) {
         // a sequential allocator serves no empty request: an emptied buffer holds its zero bytes in its
         // category's general pool, and moves back to its own source when it grows again
-        MemoryPool pool = allocation.category().pool();
         Allocator target = newCapacity == 0 ? pool.allocator(source.category()) : source;
         Allocation moved = new Allocation();
         if (!target.allocate(newCapacity, moved)) {
