@@ -9,9 +9,11 @@
 # measured loop, and each Slabwise allocator's ratio to the best Netty allocator of each column. The
 # "timer" row is what two back-to-back nanoTime calls measure: the floor under every figure.
 # Usage: benchmarks/run-tail-latency.sh [rounds] [operations] [size]
-#   defaults: 3 rounds of 3,000,000 measured operations (after 10 x 200,000 warm-up ones) at 1024 bytes;
+#   defaults: 3 rounds of 3,000,000 measured operations (after WARMUP_ROUNDS x 200,000 warm-up ones,
+#   default 10) at 1024 bytes;
 #   about 10 s per JVM, 2 minutes in all. For a smoke run: benchmarks/run-tail-latency.sh 1 300000
-# Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); ALLOCATORS; LEAK_DETECTION (default disabled).
+# Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); ALLOCATORS; LEAK_DETECTION (default disabled);
+#   WARMUP_ROUNDS (default 10; 150 lets a garbage-making allocator's heap settle before the timed loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=benchmarks/bench-common.sh
@@ -21,19 +23,20 @@ ops=${2:-3000000}
 size=${3:-1024}
 allocators=${ALLOCATORS:-$(default_allocators)}
 leak=${LEAK_DETECTION:-disabled}
+warmup_rounds=${WARMUP_ROUNDS:-10}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 opts="-Xmx1g -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED -Dio.netty.leakDetection.level=$leak ${JAVA_OPTS:-}"
 
 describe_stack
 echo "options: $opts"
-echo "rounds=$rounds operations=$ops size=$size allocators: $allocators"
+echo "rounds=$rounds operations=$ops (after $warmup_rounds x 200000 warm-up) size=$size allocators: $allocators"
 for round in $(seq 1 "$rounds"); do
   for allocator in $allocators; do
     load=$(load1)
     # shellcheck disable=SC2086 # opts is a list of options
     "$java" $opts -cp "$jar" io.slabwise.benchmarks.TailLatencyBenchmark \
-        --allocator "$allocator" --size "$size" --ops "$ops" > "$work/out" 2> "$work/err" \
+        --allocator "$allocator" --size "$size" --ops "$ops" --warmup-rounds "$warmup_rounds" > "$work/out" 2> "$work/err" \
         || { echo "round $round $allocator failed:" >&2; cat "$work/err" >&2; exit 1; }
     sed "s/^/[$allocator] /" "$work/err" >> "$work/stderr"
     grep '^figures=' "$work/out" | sed "s/^/round=$round load=$load /" >> "$work/results"
