@@ -677,6 +677,9 @@ public final class MemoryPool implements AutoCloseable {
             owner.countRelease(category, allocation.requested, reserved, true, onOwnerThread);
             releaser.release(allocation);
             allocation.clear();
+            if (admission.hasWaiters()) {
+                answerFlushRequest(owner, onOwnerThread); // its cache may hold what a waiter needs
+            }
         } else {
             if (!counted) {
                 owner.countRelease(category, allocation.requested, reserved, false, onOwnerThread);
@@ -686,9 +689,11 @@ public final class MemoryPool implements AutoCloseable {
             allocation.clear();
             if (chunk.huge) {
                 freeDedicated(chunk, closed, onOwnerThread ? owner : null);
+                answerFlushRequest(owner, onOwnerThread);
             } else if (closed || chunk.evacuating || admission.hasWaiters()) {
                 // closed, a chunk being emptied, or someone waits for memory: not into this thread's cache
                 chunk.arena.free(chunk, handle);
+                answerFlushRequest(owner, onOwnerThread);
             } else {
                 // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
                 (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
@@ -794,13 +799,35 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
+     * Answers a flush asked of the releasing thread's own cache (by a trim, a
+     * caller waiting at a limit or a compaction) on a release that passed that
+     * cache by: its owner answers at its next allocation or release, whichever
+     * path that takes, or a caller waiting at the ceiling could time out while
+     * the memory it needs sits in the cache of a thread that only releases.
+     * Before the release is signalled, so that a waiter woken by it finds the
+     * memory back in its arena. A thread with no cache of its own is not
+     * given one; a shared cache answers when its lock is given back; a closed
+     * pool's caches are flushed by {@link #afterRelease}.
+     */
+    private void answerFlushRequest(ThreadCache owner, boolean onOwnerThread) {
+        if (admission.isClosed()) {
+            return;
+        }
+        ThreadCache mine = onOwnerThread ? owner : threadCaches.own();
+        if (mine != null) {
+            mine.flushIfRequested();
+        }
+    }
+
+    /**
      * Gives a dedicated region back while the pool is open: into the
-     * releasing thread's slot when it allocated the region and its slot is
-     * free, else idle for any thread; to the chunk source once the pool is
-     * closed.
+     * releasing thread's slot when it allocated the region, its slot is free
+     * and no caller waits for memory (as a release then passes every cache
+     * by), else idle for any thread, where a caller at the ceiling can take
+     * it back; to the chunk source once the pool is closed.
      */
     private void freeDedicated(Chunk chunk, boolean closed, ThreadCache ownerReleasing) {
-        if (!closed && ownerReleasing != null && ownerReleasing.keepDedicated(chunk)) {
+        if (!closed && ownerReleasing != null && !admission.hasWaiters() && ownerReleasing.keepDedicated(chunk)) {
             return; // still counted, as in a slot (see DedicatedRegions); a trim or close() asks the owner to flush it
         }
         dedicated.giveBack(chunk); // straight back once the pool is closed

@@ -123,14 +123,16 @@ final class ThreadCache {
      * owner writes it, and other threads read it only once the owner died.
      */
     Arena arena;
-    /** The owning thread; null for a shared cache. */
+    /** The owning thread, for {@link #isOwnerDead()}, which must not keep a dead thread reachable; null for a shared cache. */
     private final WeakReference<Thread> owner;
     /**
-     * The owning thread's id, -1 for a shared cache: what {@link #isOwner}
-     * compares, cheaper than the weak reference. Thread ids come from a
-     * counter of the JVM and are never given to another thread.
+     * The owning thread itself, what {@link #isOwner} compares: one load, and
+     * no id that a {@code Thread} subclass could override ({@code getId()} is
+     * not final) so that two live threads look like one. Null for a shared
+     * cache, and once {@link #retire()}d, so that a dead thread is kept
+     * reachable only until its cache is reclaimed.
      */
-    private final long ownerId;
+    private Thread ownerThread;
     /** A cache shared by virtual threads: its stacks, slots and stash only under {@link #lockShared()}. */
     private final boolean shared;
     private final SizeClasses sizes;
@@ -204,7 +206,7 @@ final class ThreadCache {
         this.limit = limit;
         this.arena = arena;
         this.owner = owner == null ? null : new WeakReference<>(owner);
-        this.ownerId = owner == null ? -1 : ThreadCaches.idOf(owner);
+        this.ownerThread = owner;
         this.shared = shared;
         this.sizes = arena.sizes;
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
@@ -310,9 +312,7 @@ final class ThreadCache {
 
     /** Allocates through the stacks; the owner thread, or a virtual thread holding a shared cache. */
     private void allocateCached(Category category, int requested, int sizeIndex, int reserved, Allocation out) {
-        if (flushRequested) {
-            flush();
-        }
+        flushIfRequested();
         ClassStack stack = sizeIndex < cachedClasses ? stack(sizeIndex) : null;
         if (stack != null && stack.hasKept()) {
             stack.unkeep(this::stashHolder); // a caller with a holder of its own takes kept memory as plain entries
@@ -391,9 +391,7 @@ final class ThreadCache {
 
     /** Releases into the stacks; the owner thread, or a virtual thread holding a shared cache. */
     private void freeCached(Chunk chunk, long handle, int sizeIndex) {
-        if (flushRequested) {
-            flush();
-        }
+        flushIfRequested();
         if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
         } else if (sizeIndex < 0 || sizeIndex >= cachedClasses || !stack(sizeIndex).pushOrFlush(arena, chunk, handle)) {
@@ -512,6 +510,17 @@ final class ThreadCache {
     /** Asks the owner to give back everything cached, at its next operation. Any thread. */
     void requestFlush() {
         flushRequested = true;
+    }
+
+    /**
+     * Answers a flush asked of this cache, if one was: on every path of the
+     * owner's operations, including those that pass the stacks by (see
+     * {@link MemoryPool}'s release). The owner thread, or a shared cache's lock held.
+     */
+    void flushIfRequested() {
+        if (flushRequested) {
+            flush();
+        }
     }
 
     /** Bytes held in the stacks; exact only from the owner or after the owner died. */
@@ -745,6 +754,7 @@ final class ThreadCache {
      * live) is only its counters. Any thread, once the owner is dead.
      */
     void retire() {
+        ownerThread = null; // dead: nothing may pass as its owner, and the cache no longer keeps it reachable
         flush();
         stacks = NO_STACKS; // a dead thread's cache keeps only its counters, while its buffers live
         holders = null;
@@ -800,12 +810,12 @@ final class ThreadCache {
 
     /** Whether {@code thread} is this cache's owner. */
     boolean isOwner(Thread thread) {
-        return ownerId == ThreadCaches.idOf(thread);
+        return ownerThread == thread;
     }
 
     /** Whether the calling thread is this cache's owner; cheaper than looking up the caller's own cache. */
     boolean isOwnerThread() {
-        return ownerId == ThreadCaches.idOf(Thread.currentThread());
+        return ownerThread == Thread.currentThread();
     }
 
     /** Whether the owning thread has died; never true of a shared cache. */

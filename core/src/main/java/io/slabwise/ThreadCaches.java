@@ -152,8 +152,13 @@ final class ThreadCaches {
         return (int) idOf(thread) & (BY_ID - 1);
     }
 
-    /** A thread's id: unique for the life of the JVM, never negative. */
-    @SuppressWarnings("deprecation") // Thread.getId: threadId() is Java 19+; both read the same final id
+    /**
+     * A thread's id, which picks its slot in {@code byId}: unique for the life
+     * of the JVM unless a {@code Thread} subclass overrides {@code getId()}.
+     * Only the slot depends on it; whose cache a slot holds is decided by the
+     * thread itself ({@link ThreadCache#isOwner}).
+     */
+    @SuppressWarnings("deprecation") // Thread.getId: threadId() is Java 19+
     static long idOf(Thread thread) {
         return thread.getId();
     }

@@ -9,6 +9,7 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -17,6 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -699,6 +701,63 @@ class ThreadBindingTest {
         assertTrue(slotted[0], "the dead first thread's slot went to the next thread that bound");
         assertEquals(0, pool.stats().liveAllocations());
         pool.close();
+    }
+
+    /**
+     * {@code Thread.getId()} is not final: a subclass may report any id, the
+     * same for two live threads. The id only picks a slot; the owner check
+     * compares the thread itself, so the second thread must get a cache of its
+     * own, never the first one's single-writer stacks.
+     */
+    @Test
+    void twoLiveThreadsReportingTheSameIdGetCachesOfTheirOwn() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).arenaSpreadBytes(0).chunkSize(64 * 1024).build());
+        ThreadCache[] seen = new ThreadCache[2];
+        CountDownLatch firstBound = new CountDownLatch(1);
+        CountDownLatch secondDone = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread first = new SameIdThread(() -> {
+            Allocation a = new Allocation();
+            pool.allocate(64, a);
+            seen[0] = pool.threadCaches.current();
+            firstBound.countDown();
+            ConcurrentTasks.await(secondDone, "the second thread did not finish");
+            pool.free(a);
+        });
+        Thread second = new SameIdThread(() -> {
+            try {
+                ConcurrentTasks.await(firstBound, "the first thread did not bind");
+                Allocation a = new Allocation();
+                pool.allocate(64, a);
+                seen[1] = pool.threadCaches.current();
+                pool.free(a);
+            } catch (Throwable t) {
+                failure.set(t);
+            } finally {
+                secondDone.countDown();
+            }
+        });
+        first.start();
+        second.start();
+        first.join();
+        second.join();
+        assertNull(failure.get());
+        assertNotSame(seen[0], seen[1], "the second thread was handed the first (live) thread's cache");
+        assertEquals(0, pool.stats().liveAllocations());
+        pool.close();
+    }
+
+    /** A legal {@code Thread} subclass whose {@code getId()} is not the JVM's id (a framework's worker number, say). */
+    private static final class SameIdThread extends Thread {
+        SameIdThread(Runnable task) {
+            super(task);
+        }
+
+        @Override
+        @SuppressWarnings("deprecation")
+        public long getId() {
+            return 7;
+        }
     }
 
     /** A new (unstarted) thread running {@code task} whose id maps to the same slot as {@code other}'s. */

@@ -1,0 +1,128 @@
+package io.slabwise;
+
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/**
+ * A flush asked of a live thread's cache (by a caller waiting at the ceiling,
+ * or by a trim) is answered at that thread's next allocation or release,
+ * whatever path the release takes: one that passes the cache by (a release
+ * while someone waits, a dedicated region's) must answer it too, or the
+ * memory in that cache stays out of reach of the waiter and of the trim.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class PendingFlushTest {
+
+    private static final int CHUNK = 64 * 1024;
+
+    @Test
+    void aReleaseWhileACallerWaitsHonoursThePendingFlush() throws Exception {
+        releaseWhileACallerWaits(true);
+    }
+
+    /** The same when what the thread releases is another thread's allocation (a consumer's release). */
+    @Test
+    void aReleaseOfAnotherThreadsBufferWhileACallerWaitsHonoursThePendingFlush() throws Exception {
+        releaseWhileACallerWaits(false);
+    }
+
+    private static void releaseWhileACallerWaits(boolean itsOwn) throws Exception {
+        ManualTime time = new ManualTime(); // no background decay racing the test
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).arenaSpreadBytes(0)
+                .maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(5))
+                .chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+        CountDownLatch cached = new CountDownLatch(1);
+        CountDownLatch releaseNow = new CountDownLatch(1);
+        CountDownLatch waiterDone = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Allocation c = new Allocation();
+        if (!itsOwn) {
+            pool.allocate(1024, c); // by this thread, released by the other
+            pool.trim(); // what its refill took besides stays in no cache of this thread
+        }
+        Thread consumer = ConcurrentTasks.startCapturingFailure(() -> {
+            Allocation a = new Allocation();
+            pool.allocate(1024, a);
+            if (itsOwn) {
+                pool.allocate(1024, c);
+            }
+            pool.free(a); // into this thread's cache: the only chunk stays in use
+            cached.countDown();
+            ConcurrentTasks.await(releaseNow, "the waiter did not start waiting");
+            pool.free(c); // this thread's next operation: it should honour the flush the waiter asked for
+            // stay alive (a pooled worker idling): a dead thread's cache would be reclaimed by the waiter's retry
+            ConcurrentTasks.await(waiterDone, "the waiter did not finish");
+        }, failure);
+        ConcurrentTasks.await(cached, "the consumer did not allocate");
+
+        AtomicReference<Throwable> waiterFailure = new AtomicReference<>();
+        Allocation whole = new Allocation();
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(CHUNK, whole), waiterFailure);
+        while (pool.waitingAllocations() == 0) { // until the waiter is queued (as PoolLifecycleTest does)
+            Thread.onSpinWait();
+        }
+        releaseNow.countDown();
+        waiter.join();
+        waiterDone.countDown();
+        consumer.join();
+        assertNull(failure.get(), "consumer failed");
+        assertNull(waiterFailure.get(), "the waiter was not served although the only other thread released"
+                + " everything it had allocated and had been asked to flush its cache");
+        pool.free(whole);
+        pool.close();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * The same contract after a trim(): a live thread asked to flush whose next
+     * operation is the release of a dedicated region (MemoryPool.freeDedicated,
+     * never ThreadCache.free) does not flush, so its cached entries pin a chunk
+     * that the next trim cannot give back although nothing is live.
+     */
+    @Test
+    void aDedicatedReleaseAfterATrimHonoursThePendingFlush() throws Exception {
+        int chunk = 1 << 20;
+        ManualTime time = new ManualTime();
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).arenaSpreadBytes(0)
+                .minIdleChunks(0).chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch releaseNow = new CountDownLatch(1);
+        CountDownLatch released = new CountDownLatch(1);
+        CountDownLatch checked = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread worker = ConcurrentTasks.startCapturingFailure(() -> {
+            Allocation small = new Allocation();
+            pool.allocate(1024, small);
+            pool.free(small); // cached by this thread: the arena's chunk stays in use
+            Allocation region = new Allocation();
+            pool.allocate(200 * 1024, region); // above dedicatedAbove (chunk / 8): a region of its own
+            holding.countDown();
+            ConcurrentTasks.await(releaseNow, "the trim did not run");
+            pool.free(region); // the first operation after the trim asked this thread to flush
+            released.countDown();
+            ConcurrentTasks.await(checked, "the check did not run"); // alive, like a pooled worker
+        }, failure);
+        ConcurrentTasks.await(holding, "the worker did not allocate");
+        pool.trim(); // asks the worker to flush at its next operation
+        releaseNow.countDown();
+        ConcurrentTasks.await(released, "the worker did not release");
+        pool.trim();
+        long committed = pool.committedBytes();
+        long requested = pool.requestedBytes();
+        checked.countDown();
+        worker.join();
+        assertNull(failure.get(), "worker failed");
+        assertEquals(0, requested);
+        assertEquals(0, committed, "nothing is live and the only other thread released after being asked to flush,"
+                + " yet its cache still pins a chunk");
+        pool.close();
+    }
+}
