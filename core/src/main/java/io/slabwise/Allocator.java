@@ -28,4 +28,15 @@ public interface Allocator {
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or when a wait timed out
      */
     boolean allocate(int requested, Allocation out);
+
+    /**
+     * Whether {@link #allocate} takes a request of {@code requested} bytes
+     * rather than throwing {@code IllegalArgumentException} for its size: a
+     * {@link SequentialAllocator} takes 1 to {@link SequentialAllocator#maxRequest()}
+     * bytes. A buffer that must grow or shrink to a size its allocator does not
+     * serve moves to its category's general pool instead.
+     */
+    default boolean serves(int requested) {
+        return requested >= 0;
+    }
 }

@@ -128,6 +128,12 @@ public final class SequentialAllocator implements Allocator {
         return maxRequest;
     }
 
+    /** Requests of 1 to {@link #maxRequest()} bytes; an empty one has nothing to carve. */
+    @Override
+    public boolean serves(int requested) {
+        return requested >= 1 && requested <= maxRequest;
+    }
+
     @Override
     public boolean allocate(int requested, Allocation out) {
         admission.checkOpen();

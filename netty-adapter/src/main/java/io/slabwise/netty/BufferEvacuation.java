@@ -153,12 +153,16 @@ public final class BufferEvacuation {
 
     /**
      * The buffer under the leak detector's wrappers (and duplicates, which
-     * show all of it); a slice is its own root, so it is never an entry.
+     * show all of it); a slice is its own root, so it is never an entry. A
+     * slice of a Slabwise buffer is known by its type, since its capacity may
+     * equal its parent's (a slice past the start of a parent that shrank in
+     * place); another wrapper whose capacity differs from what it wraps is
+     * taken for a slice too.
      */
     private static ByteBuf root(ByteBuf buffer) {
         ByteBuf b = buffer;
         while (!(b instanceof SlabwiseDirectByteBuf) && !(b instanceof CompositeByteBuf) && b.unwrap() != null) {
-            if (b.capacity() != b.unwrap().capacity()) {
+            if (b instanceof SlabwiseDerivedByteBuf.Slice || b.capacity() != b.unwrap().capacity()) {
                 return b; // a slice: its bytes are not the entry's
             }
             b = b.unwrap();

@@ -13,7 +13,9 @@ import io.slabwise.SequentialStats;
  * large requests and the waste bound.
  *
  * <p>Buffers are ordinary direct {@link ByteBuf}s with exactly the requested
- * capacity; if one must grow, it moves to a new slice. Thread-safe.
+ * capacity; if one must grow, it moves to a new slice, or, past the
+ * allocator's largest request, to its category's general pool (and back to a
+ * slice if it shrinks to fit again). Thread-safe.
  */
 public final class SequentialByteBufAllocator {
 
@@ -40,7 +42,8 @@ public final class SequentialByteBufAllocator {
 
     /**
      * A direct buffer of exactly {@code size} bytes that may grow to
-     * {@code maxCapacity} (moving to a new slice when it does).
+     * {@code maxCapacity} (moving to a new slice when it does, or to the
+     * category's general pool past the allocator's largest request).
      *
      * @see #allocate(int)
      */

@@ -380,9 +380,9 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
 
     /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one into {@code pool}, its pool. */
     private void moveTo(MemoryPool pool, int newCapacity) {
-        // a sequential allocator serves no empty request: an emptied buffer holds its zero bytes in its
-        // category's general pool, and moves back to its own source when it grows again
-        Allocator target = newCapacity == 0 ? pool.allocator(source.category()) : source;
+        // a sequential allocator serves neither an empty request nor one above its largest: such a buffer
+        // holds its bytes in its category's general pool, and moves back to its own source when it fits again
+        Allocator target = source.serves(newCapacity) ? source : pool.allocator(source.category());
         Allocation moved = new Allocation();
         if (!target.allocate(newCapacity, moved)) {
             throw pool.limitException(source.category(), newCapacity);

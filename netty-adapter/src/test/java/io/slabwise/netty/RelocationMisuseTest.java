@@ -70,6 +70,30 @@ class RelocationMisuseTest {
         assertEquals(2, allocator.stats().chunks());
     }
 
+    /**
+     * A slice is never an entry, even one past the start of an entry that
+     * shrank in place until both have the same capacity: taken for the entry,
+     * a move would copy the entry's bytes under the slice's indices.
+     */
+    @Test
+    void aSliceAsLargeAsItsShrunkEntryIsNoEntry() {
+        sparseEntries();
+        ByteBuf entry = entries.get(0);
+        ByteBuf slice = entry.slice(384, ENTRY - 384);
+        entry.capacity(ENTRY - 384); // in place: the same size class
+        assertEquals(slice.capacity(), entry.capacity());
+        boolean[] asked = new boolean[2];
+        allocator.setRelocator("cache", evacuation -> {
+            asked[0] = true;
+            asked[1] = evacuation.contains(slice);
+            assertThrows(IllegalArgumentException.class, () -> evacuation.move(slice));
+            moveEntries(evacuation);
+        });
+        allocator.compact();
+        assertTrue(asked[0], "the relocator was called");
+        assertFalse(asked[1], "a slice at offset 384 was taken for an entry");
+    }
+
     /** The owner's walk, as {@link BufferRelocator}'s javadoc shows it. */
     private void moveEntries(BufferEvacuation evacuation) {
         for (int i = 0; i < entries.size() && evacuation.budgetLeft(); i++) {

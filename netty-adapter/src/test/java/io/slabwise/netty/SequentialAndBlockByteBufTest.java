@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
@@ -305,6 +306,43 @@ class SequentialAndBlockByteBufTest {
         assertEquals(50, category("log_cache").requested());
         buf.release();
         assertNothingLive("log_cache");
+    }
+
+    /**
+     * A sequential buffer reports the growth its maximum capacity allows, and
+     * Netty code ({@code ensureWritable} in a cumulator, say) relies on it:
+     * past the sequential allocator's largest request it moves to its
+     * category's general pool, keeping its bytes and its category, and back
+     * to a slice when it shrinks to fit again.
+     */
+    @Test
+    void aSequentialBufferGrowsPastTheLargestRequestIntoTheGeneralPool() {
+        SequentialByteBufAllocator small = allocator.sequential("small_log", 1, 4 * KIB);
+        ByteBuf buf = small.allocate(100);
+        byte[] head = new byte[100];
+        new Random(11).nextBytes(head);
+        buf.writeBytes(head);
+        assertEquals(Integer.MAX_VALUE - 100, buf.maxWritableBytes());
+
+        byte[] body = new byte[8000];
+        new Random(12).nextBytes(body);
+        buf.writeBytes(body); // grows to 8 KiB: past the 4 KiB the allocator serves
+        int grown = buf.capacity();
+        assertTrue(grown > 4 * KIB, "grew to " + grown);
+        assertArrayEquals(head, ByteBufUtil.getBytes(buf, 0, 100));
+        assertArrayEquals(body, ByteBufUtil.getBytes(buf, 100, 8000));
+        CategoryStats stats = category("small_log");
+        assertEquals(grown, stats.requested(), "still the category's, and the slice went back");
+        assertEquals(1, stats.liveBuffers());
+        assertEquals(0, small.stats().liveBytes(), "held by the general pool");
+
+        buf.capacity(1000);
+        assertEquals(2, small.stats().slicesCarved(), "back in a slice of its own allocator once it fits");
+        assertEquals(1000, small.stats().liveBytes());
+        assertArrayEquals(head, ByteBufUtil.getBytes(buf, 0, 100));
+        assertArrayEquals(Arrays.copyOf(body, 900), ByteBufUtil.getBytes(buf, 100, 900));
+        buf.release();
+        assertNothingLive("small_log");
     }
 
     /**
