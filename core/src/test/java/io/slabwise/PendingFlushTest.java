@@ -125,4 +125,53 @@ class PendingFlushTest {
                 + " yet its cache still pins a chunk");
         pool.close();
     }
+
+    /**
+     * Once a thread has answered a flush, a dedicated region it releases while
+     * someone waits must still go where the waiter's reclaim can take it (the
+     * recent cell or the idle list), not into that thread's slot, where only
+     * its own next operation would give it back. The order is forced: the
+     * waiter is queued, the worker answers the flush its reclaim asked for
+     * (its own trim, which wakes nobody), then releases the region, which is
+     * the only release the waiter sees.
+     */
+    @Test
+    void aDedicatedRegionReleasedWhileACallerWaitsIsNotKeptInTheReleasersSlot() throws Exception {
+        int chunk = 256 * 1024;
+        int region = 160 * 1024; // above dedicatedAbove (chunk / 8): a region of its own; two do not fit the ceiling
+        ManualTime time = new ManualTime();
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).arenaSpreadBytes(0)
+                .maxMemory(chunk).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(5))
+                .chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch releaseNow = new CountDownLatch(1);
+        CountDownLatch waiterDone = new CountDownLatch(1);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread worker = ConcurrentTasks.startCapturingFailure(() -> {
+            Allocation held = new Allocation();
+            pool.allocate(region, held);
+            holding.countDown();
+            ConcurrentTasks.await(releaseNow, "the waiter did not start waiting");
+            pool.trim(); // answers the flush the waiter asked for: the slot would take a region again
+            pool.free(held);
+            ConcurrentTasks.await(waiterDone, "the waiter did not finish"); // alive, like a pooled worker
+        }, failure);
+        ConcurrentTasks.await(holding, "the worker did not allocate");
+
+        AtomicReference<Throwable> waiterFailure = new AtomicReference<>();
+        Allocation wanted = new Allocation();
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(region, wanted), waiterFailure);
+        while (pool.waitingAllocations() == 0) {
+            Thread.onSpinWait();
+        }
+        releaseNow.countDown();
+        waiter.join();
+        waiterDone.countDown();
+        worker.join();
+        assertNull(failure.get(), "worker failed");
+        assertNull(waiterFailure.get(), "the region released while the caller waited was kept in the releaser's slot");
+        pool.free(wanted);
+        pool.close();
+        assertEquals(0, pool.committedBytes());
+    }
 }
