@@ -1,6 +1,5 @@
 package io.slabwise;
 
-import java.lang.ref.WeakReference;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -123,14 +122,13 @@ final class ThreadCache {
      * owner writes it, and other threads read it only once the owner died.
      */
     Arena arena;
-    /** The owning thread, for {@link #isOwnerDead()}, which must not keep a dead thread reachable; null for a shared cache. */
-    private final WeakReference<Thread> owner;
     /**
-     * The owning thread itself, what {@link #isOwner} compares: one load, and
-     * no id that a {@code Thread} subclass could override ({@code getId()} is
-     * not final) so that two live threads look like one. Null for a shared
-     * cache, and once {@link #retire()}d, so that a dead thread is kept
-     * reachable only until its cache is reclaimed.
+     * The owning thread, what {@link #isOwner} compares: one load, and no id
+     * that a {@code Thread} subclass could override ({@code getId()} is not
+     * final) so that two live threads look like one. Null for a shared cache,
+     * and once {@link #retire()}d, so that a dead thread is kept reachable
+     * only until its cache is reclaimed (a retired cache is in no registry,
+     * so no one asks it {@link #isOwnerDead()} again).
      */
     private Thread ownerThread;
     /** A cache shared by virtual threads: its stacks, slots and stash only under {@link #lockShared()}. */
@@ -205,7 +203,6 @@ final class ThreadCache {
         this.caches = caches;
         this.limit = limit;
         this.arena = arena;
-        this.owner = owner == null ? null : new WeakReference<>(owner);
         this.ownerThread = owner;
         this.shared = shared;
         this.sizes = arena.sizes;
@@ -820,11 +817,8 @@ final class ThreadCache {
 
     /** Whether the owning thread has died; never true of a shared cache. */
     boolean isOwnerDead() {
-        if (owner == null) {
-            return false;
-        }
-        Thread thread = owner.get();
-        return thread == null || !thread.isAlive();
+        Thread thread = ownerThread;
+        return thread != null && !thread.isAlive();
     }
 
     // ---- the holder stash -------------------------------------------------------------------
