@@ -92,4 +92,15 @@ final class ConcurrentTasks {
             throw new AssertionError(e);
         }
     }
+
+    /**
+     * Spins until {@code n} callers wait for memory in {@code pool}: the state
+     * a limit test is about, reached without sleeping (the test class's
+     * timeout bounds a caller that never queues).
+     */
+    static void awaitWaiting(MemoryPool pool, int n) {
+        while (pool.waitingAllocations() < n) {
+            Thread.onSpinWait();
+        }
+    }
 }

@@ -62,7 +62,7 @@ class FairAdmissionTest {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Allocation first = new Allocation();
         Thread large = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 200 * KIB, first), failure);
-        awaitWaiting(pool, 1);
+        ConcurrentTasks.awaitWaiting(pool, 1);
 
         Allocation other = new Allocation();
         assertTrue(pool.allocate(1 * KIB, other), "another category is served at once");
@@ -71,7 +71,7 @@ class FairAdmissionTest {
 
         Allocation second = new Allocation();
         Thread tiny = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 1 * KIB, second), failure);
-        awaitWaiting(pool, 2); // fits the quota now, but waits behind the 200 KiB request of its category
+        ConcurrentTasks.awaitWaiting(pool, 2); // fits the quota now, but waits behind the 200 KiB request of its category
         assertTrue(!second.isLive());
 
         pool.free(held);
@@ -82,12 +82,5 @@ class FairAdmissionTest {
         pool.free(first);
         pool.free(second);
         assertEquals(0, pool.requestedBytes());
-    }
-
-    /** Spins until {@code n} callers wait: the state the test is about, reached without sleeping. */
-    private static void awaitWaiting(MemoryPool pool, int n) {
-        while (pool.waitingAllocations() < n) {
-            Thread.onSpinWait();
-        }
     }
 }

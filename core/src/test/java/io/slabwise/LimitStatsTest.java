@@ -94,7 +94,7 @@ class LimitStatsTest {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Allocation served = new Allocation();
         Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(MIB, served), failure);
-        awaitWaiting(pool);
+        ConcurrentTasks.awaitWaiting(pool, 1);
         assertEquals(1, pool.limitStats().waitingAllocations());
         assertEquals(0, pool.limitStats().waits(), "counted when over");
         pool.free(first);
@@ -119,7 +119,7 @@ class LimitStatsTest {
         pool.allocate(small, 200 * KIB, held);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 100 * KIB, new Allocation()), failure);
-        awaitWaiting(pool);
+        ConcurrentTasks.awaitWaiting(pool, 1);
         waiter.interrupt();
         waiter.join();
         assertInstanceOf(MemoryLimitException.class, failure.get());
@@ -140,7 +140,7 @@ class LimitStatsTest {
         pool.allocate(small, 200 * KIB, held);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(small, 100 * KIB, new Allocation()), failure);
-        awaitWaiting(pool);
+        ConcurrentTasks.awaitWaiting(pool, 1);
         pool.close();
         waiter.join();
         assertInstanceOf(IllegalStateException.class, failure.get());
@@ -165,12 +165,5 @@ class LimitStatsTest {
         assertEquals(0, stats.waits());
         assertTrue(stats.toString().contains("refusals=1"), stats.toString());
         pool.free(held);
-    }
-
-    /** Spins until a caller waits: the state the test is about, reached without sleeping. */
-    private static void awaitWaiting(MemoryPool pool) {
-        while (pool.waitingAllocations() == 0) {
-            Thread.onSpinWait();
-        }
     }
 }

@@ -23,6 +23,17 @@ class PendingFlushTest {
 
     private static final int CHUNK = 64 * 1024;
 
+    /**
+     * One arena of {@code chunkSize} chunks under a ceiling of one chunk,
+     * where callers wait up to 5 s; no background decay races the test.
+     */
+    private static MemoryPool oneChunkCeiling(int chunkSize) {
+        ManualTime time = new ManualTime();
+        return new MemoryPool(PoolConfig.builder().chunkSize(chunkSize).arenas(1).arenaSpreadBytes(0)
+                .maxMemory(chunkSize).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(5))
+                .chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+    }
+
     @Test
     void aReleaseWhileACallerWaitsHonoursThePendingFlush() throws Exception {
         releaseWhileACallerWaits(true);
@@ -34,11 +45,26 @@ class PendingFlushTest {
         releaseWhileACallerWaits(false);
     }
 
+    /**
+     * Queues a caller for {@code bytes} at the ceiling, opens {@code releaseNow}
+     * for the other thread once it waits, and returns what the caller got
+     * when it was served or gave up (its failure in {@code waiterFailure});
+     * then opens {@code waiterDone}, so the other thread stays alive until then.
+     */
+    private static Allocation waitThenLetGo(MemoryPool pool, int bytes, CountDownLatch releaseNow,
+                                            CountDownLatch waiterDone, AtomicReference<Throwable> waiterFailure)
+            throws InterruptedException {
+        Allocation out = new Allocation();
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(bytes, out), waiterFailure);
+        ConcurrentTasks.awaitWaiting(pool, 1);
+        releaseNow.countDown();
+        waiter.join();
+        waiterDone.countDown();
+        return out;
+    }
+
     private static void releaseWhileACallerWaits(boolean itsOwn) throws Exception {
-        ManualTime time = new ManualTime(); // no background decay racing the test
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).arenaSpreadBytes(0)
-                .maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(5))
-                .chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+        MemoryPool pool = oneChunkCeiling(CHUNK);
         CountDownLatch cached = new CountDownLatch(1);
         CountDownLatch releaseNow = new CountDownLatch(1);
         CountDownLatch waiterDone = new CountDownLatch(1);
@@ -64,14 +90,7 @@ class PendingFlushTest {
         ConcurrentTasks.await(cached, "the consumer did not allocate");
 
         AtomicReference<Throwable> waiterFailure = new AtomicReference<>();
-        Allocation whole = new Allocation();
-        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(CHUNK, whole), waiterFailure);
-        while (pool.waitingAllocations() == 0) { // until the waiter is queued (as PoolLifecycleTest does)
-            Thread.onSpinWait();
-        }
-        releaseNow.countDown();
-        waiter.join();
-        waiterDone.countDown();
+        Allocation whole = waitThenLetGo(pool, CHUNK, releaseNow, waiterDone, waiterFailure);
         consumer.join();
         assertNull(failure.get(), "consumer failed");
         assertNull(waiterFailure.get(), "the waiter was not served although the only other thread released"
@@ -139,10 +158,7 @@ class PendingFlushTest {
     void aDedicatedRegionReleasedWhileACallerWaitsIsNotKeptInTheReleasersSlot() throws Exception {
         int chunk = 256 * 1024;
         int region = 160 * 1024; // above dedicatedAbove (chunk / 8): a region of its own; two do not fit the ceiling
-        ManualTime time = new ManualTime();
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).arenaSpreadBytes(0)
-                .maxMemory(chunk).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(5))
-                .chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+        MemoryPool pool = oneChunkCeiling(chunk);
         CountDownLatch holding = new CountDownLatch(1);
         CountDownLatch releaseNow = new CountDownLatch(1);
         CountDownLatch waiterDone = new CountDownLatch(1);
@@ -159,14 +175,7 @@ class PendingFlushTest {
         ConcurrentTasks.await(holding, "the worker did not allocate");
 
         AtomicReference<Throwable> waiterFailure = new AtomicReference<>();
-        Allocation wanted = new Allocation();
-        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(region, wanted), waiterFailure);
-        while (pool.waitingAllocations() == 0) {
-            Thread.onSpinWait();
-        }
-        releaseNow.countDown();
-        waiter.join();
-        waiterDone.countDown();
+        Allocation wanted = waitThenLetGo(pool, region, releaseNow, waiterDone, waiterFailure);
         worker.join();
         assertNull(failure.get(), "worker failed");
         assertNull(waiterFailure.get(), "the region released while the caller waited was kept in the releaser's slot");

@@ -201,9 +201,7 @@ class PoolEventsTest {
                 }
             }, "slabwise-waiter");
             waiter[0].start();
-            while (patient.waitingAllocations() == 0) {
-                Thread.onSpinWait();
-            }
+            ConcurrentTasks.awaitWaiting(patient, 1);
             patient.free(patientHeld);
             join(waiter[0]);
         }, "slabwise-waiter");

@@ -115,9 +115,7 @@ class PoolLifecycleTest {
             }
         });
         waiter.start();
-        while (pool.waitingAllocations() == 0) { // until the waiter is queued: this is what the test is about
-            Thread.onSpinWait();
-        }
+        ConcurrentTasks.awaitWaiting(pool, 1); // until the waiter is queued: this is what the test is about
         long start = System.nanoTime();
         pool.close();
         waiter.join();
