@@ -120,6 +120,8 @@ final class CommittedMemory {
     final AtomicLong hugeCount = new AtomicLong();
     /** Bytes of the block regions block pools hold, in use or idle. */
     final AtomicLong blockRegionBytes = new AtomicLong();
+    /** Set by {@link #close()}: a region committed from then on is given back at once (see {@link #commit}). */
+    private volatile boolean closed;
 
     /**
      * A region held: its kind and, for a region carved from a group, where.
@@ -244,9 +246,32 @@ final class CommittedMemory {
      * or taken from the chunk source on its own (see the class comment).
      * Whatever the chunk source throws leaves the committed bytes as they were.
      *
-     * @throws CeilingReached when that would pass the ceiling
+     * @throws CeilingReached        when that would pass the ceiling
+     * @throws IllegalStateException when the pool closed before the region was counted (see {@link #close()})
      */
     NativeRegion commit(int size, RegionKind kind) {
+        NativeRegion region = commitRegion(size, kind);
+        if (closed) {
+            decommit(region);
+            throw new IllegalStateException("this pool closed while a " + kind.label() + " of " + size
+                    + " bytes was being committed: no new allocations");
+        }
+        return region;
+    }
+
+    /**
+     * From now on every {@link #commit} gives its region back and throws: an
+     * allocation that passed the pool's open check just before {@code close()}
+     * cannot commit memory after close found nothing committed (and stopped
+     * the decay that gives a closed pool's memory back). The committed bytes
+     * are counted before this flag is read, and close() sets it before it
+     * reads them, so one of the two always sees the other.
+     */
+    void close() {
+        closed = true;
+    }
+
+    private NativeRegion commitRegion(int size, RegionKind kind) {
         if (groups == null || size >= RegionGroups.GROUP_SIZE) {
             return commitAlone(size, kind, false);
         }

@@ -182,7 +182,8 @@ public final class MemoryPool implements AutoCloseable {
     /**
      * Closes the pool; idempotent, any thread. New allocations fail with
      * {@link IllegalStateException} from now on, and so do callers waiting at
-     * a limit. Idle chunks and blocks, the sequential
+     * a limit and allocations under way that have yet to commit a new region
+     * (their region goes back at once). Idle chunks and blocks, the sequential
      * allocators' spare and empty open chunks, the closing thread's cache and
      * the caches of dead threads go back at once. Buffers still live stay
      * valid: each release gives its memory back to the chunk source as soon
@@ -197,6 +198,7 @@ public final class MemoryPool implements AutoCloseable {
         if (!admission.close()) {
             return;
         }
+        committed.close(); // before committed() is read below: nothing is committed after that read
         dedicated.close();
         idle.reclaimAll(true);
         threadCaches.forgetOwn();

@@ -132,21 +132,27 @@ class PoolLifecycleTest {
      */
     @Test
     void aThousandPoolsLeaveNothingBehind() {
+        useAndClosePool(); // the process-wide threads (the scheduler, malloc's arena thread) start here, once
         int threadsBefore = Thread.activeCount();
         List<WeakReference<MemoryPool>> pools = new ArrayList<>();
         for (int i = 0; i < 1000; i++) {
-            MemoryPool pool = new MemoryPool(config().chunkSize(64 * 1024).build());
-            Allocation a = new Allocation();
-            pool.allocate(1024, a);
-            pool.free(a);
-            pool.allocate(100_000, a);
-            pool.close();
-            pool.free(a);
-            assertEquals(0, pool.committedBytes());
-            pools.add(new WeakReference<>(pool));
+            pools.add(new WeakReference<>(useAndClosePool()));
         }
         assertTrue(awaitCollected(pools), "every closed pool was collected");
-        assertTrue(Thread.activeCount() <= threadsBefore + 1, "no thread per pool");
+        assertTrue(Thread.activeCount() <= threadsBefore, "no thread per pool");
+    }
+
+    /** A pool that served a cached, a dedicated and a released-after-close allocation, closed and empty. */
+    private static MemoryPool useAndClosePool() {
+        MemoryPool pool = new MemoryPool(config().chunkSize(64 * 1024).build());
+        Allocation a = new Allocation();
+        pool.allocate(1024, a);
+        pool.free(a);
+        pool.allocate(100_000, a);
+        pool.close();
+        pool.free(a);
+        assertEquals(0, pool.committedBytes());
+        return pool;
     }
 
     /** A pool nobody closed is collected, and the cleaner gives its native memory back to the chunk source. */
@@ -223,14 +229,80 @@ class PoolLifecycleTest {
         pool.free(full);
     }
 
+    /**
+     * An allocation whose region is being committed as the pool closes fails,
+     * and gives the region back: close() saw it counted and kept the decay
+     * running, which stops at its next run because nothing is committed.
+     */
+    @Test
+    void anAllocationCommittingAsThePoolClosesFailsAndLeavesNothingCommitted() throws Exception {
+        ManualTime time = new ManualTime();
+        CountingSource source = new CountingSource();
+        source.hold = new CountDownLatch(1);
+        MemoryPool pool = new MemoryPool(config().chunkSource(source).ticker(time).scheduler(time).build());
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread allocating = new Thread(() -> {
+            try {
+                pool.allocate(2 * CHUNK, new Allocation()); // a dedicated region: committed under no lock close() takes
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        });
+        allocating.start();
+        source.entered.await(); // past the open check, its region counted, inside the chunk source
+        pool.close();
+        assertEquals(1, time.scheduled(), "a region was counted at close: the decay runs on");
+        source.hold.countDown();
+        allocating.join();
+        assertInstanceOf(IllegalStateException.class, failure.get());
+        assertTrue(failure.get().getMessage().contains("closed"), failure.get().getMessage());
+        assertEquals(0, pool.committedBytes());
+        assertEquals(0, source.live.get(), "the region went back to its source");
+        time.runScheduled();
+        assertEquals(0, time.scheduled(), "nothing committed: the decay stopped");
+    }
+
+    /** After close, every commit gives its region back and throws, with region groups and without. */
+    @Test
+    void committedMemoryTakesNothingAfterClose() {
+        for (boolean grouped : new boolean[] {false, true}) {
+            CountingSource source = new CountingSource();
+            CommittedMemory memory = new CommittedMemory(source, new MemoryLimit(Long.MAX_VALUE), grouped);
+            NativeRegion held = memory.commit(CHUNK, CommittedMemory.RegionKind.CHUNK); // in a group when grouped
+            long before = memory.committed();
+            memory.close();
+            for (int size : new int[] {CHUNK, 64 * CHUNK}) { // from the open group (or alone), and alone
+                assertThrows(IllegalStateException.class, () -> memory.commit(size, CommittedMemory.RegionKind.CHUNK));
+                assertEquals(before, memory.committed(), "grouped " + grouped + ", " + size + " bytes");
+                assertEquals(1, source.live.get(), "grouped " + grouped + ", " + size + " bytes: nothing kept from the source");
+            }
+            memory.decommit(held);
+            assertEquals(0, memory.committed());
+            assertEquals(0, source.live.get());
+        }
+    }
+
     /** Regions counted in and out, and a failure on demand. */
     private static final class CountingSource implements ChunkSource {
         final AtomicInteger live = new AtomicInteger();
         final CountDownLatch released = new CountDownLatch(1);
+        final CountDownLatch entered = new CountDownLatch(1);
         volatile boolean failNext;
+        /** When set, allocate() waits for it once entered. */
+        volatile CountDownLatch hold;
 
         @Override
         public NativeRegion allocate(int size) {
+            entered.countDown();
+            CountDownLatch gate = hold;
+            if (gate != null) {
+                try {
+                    gate.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                }
+            }
             if (failNext) {
                 failNext = false;
                 throw new OutOfMemoryError("Cannot reserve " + size + " bytes of direct buffer memory (test)");
