@@ -157,77 +157,129 @@ final class Admission {
             return false;
         }
         failIfNeverSatisfiable(attempt, category, requested, policy);
-        if (policy == LimitPolicy.FAIL || !config.waitAllowed().getAsBoolean() || config.waitTimeout().isZero()) {
-            boolean byPolicy = policy == LimitPolicy.FAIL;
-            throw refuse(category, requested, kindOf(refusal), policy,
-                    byPolicy ? PoolEvents.BY_POLICY : PoolEvents.WAIT_NOT_ALLOWED,
-                    byPolicy ? "" : " (waiting is not allowed on this thread)");
+        if (policy == LimitPolicy.FAIL) {
+            throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.BY_POLICY, "");
         }
-        long deadline = System.nanoTime() + config.waitTimeout().toNanos();
+        if (!config.waitAllowed().getAsBoolean()) {
+            throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.WAIT_NOT_ALLOWED,
+                    " (waiting is not allowed on this thread)");
+        }
+        if (config.waitTimeout().isZero()) {
+            throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.WAIT_TIMEOUT, " (the wait timeout is zero)");
+        }
+        long deadline = System.nanoTime() + config.waitTimeout().toNanos(); // at most 100 years: see PoolConfig
         // first come, first served among the callers waiting for the same resource: only the head retries
-        MemoryLimit.WaitQueue queue = refusal == Attempt.QUOTA
-                || (refusal == Attempt.QUEUED && !limit.ceilingQueue.hasWaiters()) ? category.quotaQueue : limit.ceilingQueue;
-        MemoryLimitException.Kind waitedFor = queue == limit.ceilingQueue
-                ? MemoryLimitException.Kind.CEILING : MemoryLimitException.Kind.QUOTA;
+        MemoryLimit.WaitQueue queue = queueFor(refusal, attempt, category, requested);
         long ticket = limit.enqueue(queue);
         long waitStart = System.nanoTime();
         PoolEvents.LimitWait waitEvent = PoolEvents.beginWait();
         String outcome = null;
         try {
-            // a quota lowered while this caller waits may leave its request with no hope: it fails then
-            int turn;
-            while ((turn = limit.awaitTurn(queue, ticket, deadline, () -> neverSatisfiable(attempt, category, requested)))
-                    == MemoryLimit.GAVE_UP) {
-                failIfNeverSatisfiable(attempt, category, requested, policy); // unless the quota went back up since
-            }
-            if (turn == MemoryLimit.TIMED_OUT) {
-                outcome = PoolEvents.TIMEOUT;
-                throw refuse(category, requested, waitedFor, policy, PoolEvents.WAIT_TIMEOUT,
-                        " after waiting " + config.waitTimeout().toMillis() + " ms");
-            }
-            checkOpen();
-            limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
             while (true) {
-                long seen = limit.releaseCount();
-                refusal = attempt.tryOnce(category, requested, out);
-                if (refusal == Attempt.DONE) {
+                // a quota lowered while this caller waits may leave its request with no hope: it fails then
+                int turn;
+                while ((turn = limit.awaitTurn(queue, ticket, deadline, () -> neverSatisfiable(attempt, category, requested)))
+                        == MemoryLimit.GAVE_UP) {
+                    failIfNeverSatisfiable(attempt, category, requested, policy); // unless the quota went back up since
+                }
+                if (turn == MemoryLimit.TIMED_OUT) {
+                    outcome = PoolEvents.TIMEOUT;
+                    throw timedOut(category, requested, policy, queue);
+                }
+                checkOpen();
+                limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
+                int result = retryAsHead(attempt, category, requested, out, policy, queue, deadline);
+                limit.retrying(null);
+                if (result == Attempt.DONE) {
                     outcome = PoolEvents.SERVED;
                     return true;
                 }
-                if (refusal == Attempt.CEILING) {
-                    reclaimForCeiling.run();
-                    refusal = attempt.tryOnce(category, requested, out);
-                    if (refusal == Attempt.DONE) {
-                        outcome = PoolEvents.SERVED;
-                        return true;
-                    }
-                }
-                checkOpen();
-                failIfNeverSatisfiable(attempt, category, requested, policy); // the quota may have been lowered
-                if (!limit.awaitRelease(seen, deadline)) {
+                if (result == TIMED_OUT) {
                     outcome = PoolEvents.TIMEOUT;
-                    throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.WAIT_TIMEOUT,
-                            " after waiting " + config.waitTimeout().toMillis() + " ms");
+                    throw timedOut(category, requested, policy, queue);
                 }
+                // refused by the other limit: this caller now waits for that one, in its line, and the next
+                // caller in this line gets its turn (it may need only what this one was waiting for)
+                MemoryLimit.WaitQueue refusedBy = result == Attempt.QUOTA ? category.quotaQueue : limit.ceilingQueue;
+                ticket = limit.requeue(queue, ticket, refusedBy);
+                queue = refusedBy;
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             outcome = PoolEvents.INTERRUPTED;
-            throw refuse(category, requested, refusal == Attempt.QUEUED ? waitedFor : kindOf(refusal), policy,
-                    PoolEvents.WAIT_INTERRUPTED, " (interrupted while waiting)");
+            throw refuse(category, requested, kindOf(queue), policy, PoolEvents.WAIT_INTERRUPTED, " (interrupted while waiting)");
         } finally {
             limit.retrying(null);
             limit.dequeue(queue, ticket);
+            MemoryLimitException.Kind waitedFor = kindOf(queue);
             limitCounters.waited(category, waitedFor, System.nanoTime() - waitStart);
             PoolEvents.endWait(waitEvent, category.name(), requested, waitedFor,
                     outcome != null ? outcome : closed ? PoolEvents.CLOSED : PoolEvents.FAILED);
         }
     }
 
+    /** {@link #retryAsHead}: the deadline passed first. */
+    private static final int TIMED_OUT = -1;
+
+    /**
+     * The head of {@code queue} retries at every release: {@link Attempt#DONE}
+     * when served, {@link #TIMED_OUT}, or the refusal of the other limit (the
+     * one this caller does not wait for) as soon as that limit refuses it.
+     */
+    private int retryAsHead(Attempt attempt, Category category, int requested, Allocation out, LimitPolicy policy,
+                            MemoryLimit.WaitQueue queue, long deadline) throws InterruptedException {
+        int waitedFor = queue == limit.ceilingQueue ? Attempt.CEILING : Attempt.QUOTA;
+        while (true) {
+            long seen = limit.releaseCount();
+            int refusal = attempt.tryOnce(category, requested, out);
+            if (refusal == Attempt.CEILING) {
+                reclaimForCeiling.run();
+                refusal = attempt.tryOnce(category, requested, out);
+            }
+            if (refusal == Attempt.DONE) {
+                return Attempt.DONE;
+            }
+            checkOpen();
+            failIfNeverSatisfiable(attempt, category, requested, policy); // the quota may have been lowered
+            if (refusal != waitedFor) {
+                return refusal;
+            }
+            if (!limit.awaitRelease(seen, deadline)) {
+                return TIMED_OUT;
+            }
+        }
+    }
+
+    /** Counts and returns the refusal of a caller whose wait in {@code queue} timed out. */
+    private MemoryLimitException timedOut(Category category, int requested, LimitPolicy policy, MemoryLimit.WaitQueue queue) {
+        return refuse(category, requested, kindOf(queue), policy, PoolEvents.WAIT_TIMEOUT,
+                " after waiting " + config.waitTimeout().toMillis() + " ms");
+    }
+
+    /**
+     * The line a caller refused with {@code refusal} waits in: that of the
+     * limit that refused it. One that lined up without trying waits for its
+     * quota when the quota has no room for it, or when nobody waits at the
+     * ceiling; else for the ceiling.
+     */
+    private MemoryLimit.WaitQueue queueFor(int refusal, Attempt attempt, Category category, int requested) {
+        if (refusal == Attempt.QUEUED) {
+            boolean quotaFull = category.tracked
+                    && category.trackedReserved.get() + Math.max(requested, attempt.leastReserved(requested)) > category.quota;
+            return quotaFull || !limit.ceilingQueue.hasWaiters() ? category.quotaQueue : limit.ceilingQueue;
+        }
+        return refusal == Attempt.QUOTA ? category.quotaQueue : limit.ceilingQueue;
+    }
+
+    /** The limit a caller waiting in {@code queue} waits for. */
+    private MemoryLimitException.Kind kindOf(MemoryLimit.WaitQueue queue) {
+        return queue == limit.ceilingQueue ? MemoryLimitException.Kind.CEILING : MemoryLimitException.Kind.QUOTA;
+    }
+
     /**
      * The limit that refused: {@link Attempt#CEILING} or {@link Attempt#QUOTA};
-     * for a caller that lined up without trying, the resource it lined up for,
-     * chosen as {@link #atLimit} chooses the queue.
+     * for a caller that lined up without trying, the ceiling when others wait
+     * there, else its quota.
      */
     private MemoryLimitException.Kind kindOf(int refusal) {
         boolean ceiling = refusal == Attempt.CEILING || (refusal == Attempt.QUEUED && limit.ceilingQueue.hasWaiters());
@@ -237,7 +289,8 @@ final class Admission {
     /**
      * Fails a request that no release can ever make room for, rather than
      * let it wait out its timeout: one that reserves more than its category's
-     * quota or than the ceiling (a request just under either may reserve more).
+     * quota, or needs more committed than the calling thread may ever commit
+     * (a request just under either may reserve more, see {@link Attempt}).
      */
     private void failIfNeverSatisfiable(Attempt attempt, Category category, int requested, LimitPolicy policy) {
         if (!neverSatisfiable(attempt, category, requested)) {
@@ -245,25 +298,31 @@ final class Admission {
         }
         // what the request reserves, not what it asks for: 99 000 bytes reserve 13 pages, 106 496 bytes
         long reserved = Math.max(requested, attempt.leastReserved(requested));
-        String why = reserved > requested ? "the request reserves " + reserved + " bytes, more than" : "the request is larger than";
         if (category.tracked && reserved > category.quota) {
+            String why = reserved > requested ? "the request reserves " + reserved + " bytes, more than" : "the request is larger than";
             throw refuse(category, requested, MemoryLimitException.Kind.QUOTA, policy, PoolEvents.NEVER_SATISFIABLE,
                     " (" + why + " the quota itself: it can never be satisfied)");
         }
-        if (reserved > limit.max) {
-            throw refuse(category, requested, MemoryLimitException.Kind.CEILING, policy, PoolEvents.NEVER_SATISFIABLE,
-                    " (" + why + " the ceiling itself: it can never be satisfied)");
-        }
+        long committed = Math.max(requested, attempt.leastCommitted(requested));
+        long ceiling = limit.ceilingFor(Thread.currentThread());
+        String why = committed > requested ? "the request needs " + committed + " bytes committed, more than" : "the request is larger than";
+        String limitNamed = ceiling < limit.max
+                ? "the ceiling less the " + (limit.max - ceiling) + " bytes kept for compactions" : "the ceiling itself";
+        throw refuse(category, requested, MemoryLimitException.Kind.CEILING, policy, PoolEvents.NEVER_SATISFIABLE,
+                " (" + why + " " + limitNamed + ": it can never be satisfied)");
     }
 
     /**
      * Whether no release can ever make room for the request: it reserves more
-     * than its category's quota (which {@link #setQuota} may have lowered) or
-     * than the ceiling. Reads only the limits; any lock may be held.
+     * than its category's quota (which {@link #setQuota} may have lowered), or
+     * needs more committed than the ceiling leaves the calling thread (all of
+     * it to a compaction's moves, all but the compaction reserve to anyone
+     * else). Reads only the limits; any lock may be held.
      */
     private boolean neverSatisfiable(Attempt attempt, Category category, int requested) {
         long reserved = Math.max(requested, attempt.leastReserved(requested));
-        return (category.tracked && reserved > category.quota) || reserved > limit.max;
+        return (category.tracked && reserved > category.quota)
+                || Math.max(requested, attempt.leastCommitted(requested)) > limit.ceilingFor(Thread.currentThread());
     }
 
     /** Counts and reports a refusal, and returns the exception to throw for it. */

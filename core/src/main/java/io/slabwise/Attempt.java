@@ -28,4 +28,14 @@ interface Attempt {
     default long leastReserved(int requested) {
         return requested;
     }
+
+    /**
+     * The fewest bytes a request of {@code requested} bytes needs committed
+     * with nothing else in the pool: what it reserves, unless it takes whole
+     * regions larger than that (a block pool's payload whose sub-blocks are
+     * cut from a block). One that needs more than the ceiling can never be served.
+     */
+    default long leastCommitted(int requested) {
+        return leastReserved(requested);
+    }
 }

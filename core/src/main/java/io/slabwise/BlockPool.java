@@ -147,17 +147,50 @@ public final class BlockPool {
         return null;
     }
 
+    /** How a payload of {@code size} bytes is cut: whole blocks, whole sub-blocks, then mini-blocks for the remainder. */
+    private final class Shape {
+        final int wholeBlocks;
+        final int wholeSubBlocks;
+        final int remainder;
+        final int minis;
+
+        Shape(int size) {
+            wholeBlocks = size / blocks.slotSize;
+            int rest = size - wholeBlocks * blocks.slotSize;
+            wholeSubBlocks = rest / subBlocks.slotSize;
+            remainder = rest - wholeSubBlocks * subBlocks.slotSize;
+            minis = (remainder + miniBlocks.slotSize - 1) / miniBlocks.slotSize;
+        }
+    }
+
     /** All the parts of one payload, or none of them. */
     private final class PayloadAttempt implements Attempt {
         List<Allocation> parts;
 
+        /** Its blocks, sub-blocks and mini-blocks. */
+        @Override
+        public long leastReserved(int size) {
+            Shape shape = new Shape(size);
+            return (long) shape.wholeBlocks * blocks.slotSize + (long) shape.wholeSubBlocks * subBlocks.slotSize
+                    + (long) shape.minis * miniBlocks.slotSize;
+        }
+
+        /** Its blocks, and the blocks its sub-blocks (and the sub-block its mini-blocks are cut from) come from. */
+        @Override
+        public long leastCommitted(int size) {
+            Shape shape = new Shape(size);
+            int subBlocksPerBlock = blocks.slotSize / subBlocks.slotSize;
+            int cutSubBlocks = shape.wholeSubBlocks + (shape.minis > 0 ? 1 : 0);
+            return (long) (shape.wholeBlocks + (cutSubBlocks + subBlocksPerBlock - 1) / subBlocksPerBlock) * blocks.slotSize;
+        }
+
         @Override
         public int tryOnce(Category c, int size, Allocation unused) {
-            int wholeBlocks = size / blocks.slotSize;
-            int rest = size - wholeBlocks * blocks.slotSize;
-            int wholeSubBlocks = rest / subBlocks.slotSize;
-            int remainder = rest - wholeSubBlocks * subBlocks.slotSize;
-            int minis = (remainder + miniBlocks.slotSize - 1) / miniBlocks.slotSize;
+            Shape shape = new Shape(size);
+            int wholeBlocks = shape.wholeBlocks;
+            int wholeSubBlocks = shape.wholeSubBlocks;
+            int remainder = shape.remainder;
+            int minis = shape.minis;
             List<Allocation> taken = new ArrayList<>(wholeBlocks + wholeSubBlocks + minis);
             int result = DONE;
             try {

@@ -28,7 +28,9 @@ import java.util.function.BooleanSupplier;
  * category's quota. Each queue serves in ticket order: only the caller holding
  * its current ticket retries, so a stream of small requests cannot starve a
  * large one waiting for the same resource, while callers that compete for
- * another resource never wait behind it. Releases
+ * another resource never wait behind it: a caller whose turn came and that
+ * the other limit refuses moves to the end of that limit's queue
+ * ({@link #requeue}), letting the next caller in its first line try. Releases
  * of memory call {@link #released()}, which is a volatile read when nobody
  * waits, and otherwise bumps a counter and wakes the waiters. The lock here is
  * never held while an arena lock is taken; arena code may call
@@ -105,6 +107,15 @@ final class MemoryLimit {
      */
     void reserveForCompaction(long bytes) {
         compactionReserve = max == Long.MAX_VALUE || bytes > max / 4 ? 0 : bytes;
+    }
+
+    /**
+     * The most {@code thread} can ever have committed: the ceiling for the
+     * thread running a compaction, the ceiling less the compaction reserve for
+     * any other.
+     */
+    long ceilingFor(Thread thread) {
+        return thread == compacting ? max : max - compactionReserve;
     }
 
     /** Marks the calling thread as the one running a compaction ({@code true}), or unmarks it. */
@@ -224,18 +235,42 @@ final class MemoryLimit {
         lock.lock();
         try {
             waiters--;
-            queue.waiters--;
-            if (queue.servingTicket == ticket) {
-                queue.servingTicket++;
-                while (queue.abandoned.remove(queue.servingTicket)) {
-                    queue.servingTicket++;
-                }
-            } else {
-                queue.abandoned.add(ticket);
-            }
+            leave(queue, ticket);
             changed.signalAll();
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * Leaves {@code from} as {@link #dequeue} does and takes a ticket at the
+     * end of {@code to}, still counted as waiting throughout: a caller whose
+     * turn came in one line and that the other limit refused.
+     *
+     * @return the ticket in {@code to}
+     */
+    long requeue(WaitQueue from, long ticket, WaitQueue to) {
+        lock.lock();
+        try {
+            leave(from, ticket);
+            to.waiters++;
+            changed.signalAll();
+            return to.nextTicket++;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Takes {@code ticket} out of {@code queue}; the lock is held. */
+    private static void leave(WaitQueue queue, long ticket) {
+        queue.waiters--;
+        if (queue.servingTicket == ticket) {
+            queue.servingTicket++;
+            while (queue.abandoned.remove(queue.servingTicket)) {
+                queue.servingTicket++;
+            }
+        } else {
+            queue.abandoned.add(ticket);
         }
     }
 }

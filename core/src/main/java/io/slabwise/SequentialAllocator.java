@@ -76,7 +76,19 @@ public final class SequentialAllocator implements Allocator {
     /** Takes slices back and decides resizes; private, so that no caller can release a slice twice. */
     private final Releaser releaser = new SliceReleaser();
     /** One try at carving a slice, as admission retries it at a limit. */
-    private final Attempt attempt = this::tryOnce;
+    private final Attempt attempt = new Attempt() {
+        @Override
+        public int tryOnce(Category c, int requested, Allocation out) {
+            return SequentialAllocator.this.tryOnce(c, requested, out);
+        }
+
+        /** A slice's 8-byte multiple, or what the general pool reserves for a request too large for a slice. */
+        @Override
+        public long leastReserved(int requested) {
+            int reserved = (requested + ALIGNMENT - 1) & -ALIGNMENT;
+            return reserved > maxSliceSize ? chunks.generalPoolReserves(requested) : reserved;
+        }
+    };
     private final Stripe[] stripes;
     private final int chunkSize;
     private final int maxSliceSize;

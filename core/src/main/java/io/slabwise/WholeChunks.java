@@ -108,4 +108,9 @@ final class WholeChunks {
     int tryGeneralPool(Category category, int requested, Allocation out) {
         return generalPool.tryOnce(category, requested, out);
     }
+
+    /** What a request of {@code requested} bytes reserves in the general pool (see {@link Attempt#leastReserved}). */
+    long generalPoolReserves(int requested) {
+        return generalPool.leastReserved(requested);
+    }
 }

@@ -1,11 +1,13 @@
 package io.slabwise;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.function.Executable;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -82,5 +84,129 @@ class FairAdmissionTest {
         pool.free(first);
         pool.free(second);
         assertEquals(0, pool.requestedBytes());
+    }
+
+    /**
+     * A caller of a category whose quota had room lines up for the ceiling;
+     * by its turn another allocation has filled the quota. It then waits for
+     * its quota, and the caller behind it in the ceiling's line, which needs
+     * only room under the ceiling, is served without waiting for it.
+     */
+    @Test
+    void aCallerRefusedByItsQuotaAtTheHeadOfTheCeilingLineLetsTheNextOneThrough() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).dedicatedAbove(MIB)
+                .arenas(1).limitPolicy(LimitPolicy.WAIT).waitTimeout(WAIT).maxMemory(4L * MIB).quota("q", MIB)
+                .chunkSource(ChunkSource.direct()).build());
+        Category q = pool.category("q");
+        Allocation[] held = new Allocation[3];
+        for (int i = 0; i < held.length; i++) {
+            held[i] = new Allocation();
+            pool.allocate(MIB, held[i]); // a whole chunk each
+        }
+        Allocation q1 = new Allocation();
+        pool.allocate(q, MIB / 2, q1); // half of the fourth chunk: the ceiling is reached, with 512 KiB free in it
+        assertEquals(4L * MIB, pool.committedBytes());
+
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Allocation n1 = new Allocation();
+        Thread first = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(600 * KIB, n1), failure);
+        ConcurrentTasks.awaitWaiting(pool, 1); // needs a new chunk: waits for the ceiling
+        Allocation q2 = new Allocation();
+        Thread quotaBound = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(q, MIB / 4, q2), failure);
+        ConcurrentTasks.awaitWaiting(pool, 2); // its quota has room: lines up for the ceiling
+        Allocation n2 = new Allocation();
+        Thread second = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(MIB / 4, n2), failure);
+        ConcurrentTasks.awaitWaiting(pool, 3);
+        Allocation q3 = new Allocation();
+        assertTrue(pool.tryAllocate(q, MIB / 2, q3, true), "the free half of the fourth chunk: a try-allocate never lines up");
+
+        pool.free(held[0]); // a chunk's worth: n1, then n2 fit in it; q2's quota is full
+        first.join();
+        second.join();
+        assertNull(failure.get());
+        assertTrue(n1.isLive() && n2.isLive(), "both served");
+        assertTrue(quotaBound.isAlive() && !q2.isLive(), "q2 still waits, for its quota");
+        assertEquals(1, pool.waitingAllocations());
+
+        pool.free(q3);
+        quotaBound.join();
+        assertNull(failure.get());
+        for (Allocation a : new Allocation[] {n1, n2, q1, q2, held[1], held[2]}) {
+            pool.free(a);
+        }
+        assertEquals(0, pool.requestedBytes());
+        assertEquals(0, pool.waitingAllocations());
+    }
+
+    /**
+     * While a category has a relocator, the last chunk under the ceiling is
+     * kept for compactions: a request that only that chunk could hold fails
+     * at once, saying so, instead of waiting on an empty pool.
+     */
+    @Test
+    void aRequestOnlyTheCompactionReserveCouldHoldFailsAtOnce() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).arenas(1).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(WAIT).maxMemory(4L * MIB).chunkSource(ChunkSource.direct()).build());
+        pool.setRelocator("cache", evacuation -> { });
+        MemoryLimitException e = assertThrows(MemoryLimitException.class,
+                () -> pool.allocate(3 * MIB + 512 * KIB, new Allocation()));
+        assertEquals(MemoryLimitException.Kind.CEILING, e.kind());
+        assertTrue(e.getMessage().contains("can never be satisfied") && e.getMessage().contains("kept for compactions"),
+                e.getMessage());
+        Allocation fits = new Allocation();
+        pool.allocate(3 * MIB, fits); // what the reserve leaves is still served
+        pool.free(fits);
+        assertEquals(0, pool.waitingAllocations());
+    }
+
+    /**
+     * The sequential allocator and the block pool round requests up too (a
+     * slice to 8 bytes, a large request to whole pages, a payload to whole
+     * mini-blocks, and sub-blocks are cut from whole blocks): a request that
+     * reserves more than its quota, or needs more committed than the
+     * ceiling, fails at once.
+     */
+    @Test
+    void cacheAllocatorRequestsThatCanNeverFitFailAtOnce() {
+        MemoryPool quotas = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).arenas(1)
+                .limitPolicy(LimitPolicy.WAIT).waitTimeout(WAIT).maxMemory(16L * MIB).quota("slices", 1004)
+                .quota("large", 300 * KIB + 8).quota("block_cache", KIB).chunkSource(ChunkSource.direct()).build());
+        assertNeverSatisfiable(MemoryLimitException.Kind.QUOTA, "reserves 1008",
+                () -> quotas.sequential("slices", 1, MIB).allocate(1001, new Allocation()));
+        assertNeverSatisfiable(MemoryLimitException.Kind.QUOTA, "reserves " + 304 * KIB,
+                () -> quotas.sequential("large", 1, MIB).allocate(300 * KIB + 1, new Allocation()));
+        assertNeverSatisfiable(MemoryLimitException.Kind.QUOTA, "reserves " + 2 * KIB,
+                () -> quotas.blocks("block_cache").allocate(1));
+        assertEquals(0, quotas.committedBytes());
+
+        MemoryPool ceiling = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).arenas(1)
+                .limitPolicy(LimitPolicy.WAIT).waitTimeout(WAIT).maxMemory(MIB + MIB / 2)
+                .chunkSource(ChunkSource.direct()).build());
+        BlockPool blocks = ceiling.blocks("block_cache");
+        // a block and a second block cut into sub-blocks: 2 MiB committed
+        assertNeverSatisfiable(MemoryLimitException.Kind.CEILING, "needs " + 2 * MIB + " bytes committed",
+                () -> blocks.allocate(MIB + MIB / 4));
+        List<Allocation> fits = blocks.allocate(MIB); // one block is still served
+        fits.forEach(ceiling::free);
+        assertEquals(0, ceiling.waitingAllocations());
+    }
+
+    private static void assertNeverSatisfiable(MemoryLimitException.Kind kind, String why, Executable allocation) {
+        MemoryLimitException e = assertThrows(MemoryLimitException.class, allocation);
+        assertEquals(kind, e.kind(), e.getMessage());
+        assertTrue(e.getMessage().contains("can never be satisfied") && e.getMessage().contains(why), e.getMessage());
+    }
+
+    /** A zero wait timeout refuses at once and says so, not that the thread may not wait. */
+    @Test
+    void aZeroWaitTimeoutIsNamedInTheRefusal() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).arenas(1).maxMemory(MIB)
+                .limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ZERO).chunkSource(ChunkSource.direct()).build());
+        Allocation held = new Allocation();
+        pool.allocate(MIB, held);
+        MemoryLimitException e = assertThrows(MemoryLimitException.class, () -> pool.allocate(4 * KIB, new Allocation()));
+        assertTrue(e.getMessage().contains("the wait timeout is zero"), e.getMessage());
+        assertEquals(0, pool.waitingAllocations());
+        pool.free(held);
     }
 }
