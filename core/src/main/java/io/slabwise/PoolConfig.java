@@ -296,6 +296,10 @@ public final class PoolConfig {
         /** The default of {@link #firstChunkSize(int)}: {@link #FIRST_CHUNK_SIZE}, or the chunk size when smaller. */
         private static final int DEFAULT_FIRST_CHUNK = -1;
         private static final int FIRST_CHUNK_SIZE = 256 * 1024;
+        /** The longest wait timeout and idle decay; longer ones are taken as this (see {@link #waitTimeout}). */
+        public static final Duration LONGEST = Duration.ofDays(100L * 365);
+        /** The largest {@link #remoteFreeQueueCapacity}: 8 MiB of queue per arena. */
+        public static final int MAX_REMOTE_FREE_QUEUE_CAPACITY = 1 << 20;
 
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
         /** {@link #DEFAULT_FIRST_CHUNK} until a system property or {@link #firstChunkSize(int)} sets it. */
@@ -312,8 +316,7 @@ public final class PoolConfig {
         private int maxIdleBlocks = intProperty("slabwise.maxIdleBlocks", 4);
         /** {@link #UNSET} until a system property or {@link #maxMemory(long)} sets it. */
         private long maxMemory = longProperty("slabwise.maxMemory", UNSET);
-        private LimitPolicy limitPolicy = LimitPolicy.valueOf(
-                System.getProperty("slabwise.limitPolicy", LimitPolicy.FAIL.name()).trim().toUpperCase(java.util.Locale.ROOT));
+        private LimitPolicy limitPolicy = policyProperty("slabwise.limitPolicy", LimitPolicy.FAIL);
         private Duration waitTimeout = Duration.ofMillis(longProperty("slabwise.waitTimeoutMillis", 5000));
         private final Map<String, Long> quotas = new LinkedHashMap<>();
         private final Map<String, LimitPolicy> categoryPolicies = new LinkedHashMap<>();
@@ -466,10 +469,11 @@ public final class PoolConfig {
             return self();
         }
 
-        /** The capacity of each arena's queue of frees from other threads (at least 2). */
+        /** The capacity of each arena's queue of frees from other threads: from 2 to {@value #MAX_REMOTE_FREE_QUEUE_CAPACITY}. */
         public B remoteFreeQueueCapacity(int entries) {
-            if (entries < 2) {
-                throw new IllegalArgumentException("remoteFreeQueueCapacity must be at least 2: " + entries);
+            if (entries < 2 || entries > MAX_REMOTE_FREE_QUEUE_CAPACITY) {
+                throw new IllegalArgumentException("remoteFreeQueueCapacity must be from 2 to "
+                        + MAX_REMOTE_FREE_QUEUE_CAPACITY + ": " + entries);
             }
             this.remoteFreeQueueCapacity = entries;
             return self();
@@ -522,12 +526,13 @@ public final class PoolConfig {
             return self();
         }
 
-        /** How long a {@link LimitPolicy#WAIT} allocation waits at most (default 5 s). */
+        /**
+         * How long a {@link LimitPolicy#WAIT} allocation waits at most (default
+         * 5 s); zero refuses at once. Anything longer than {@link #LONGEST}
+         * (100 years) is taken as that: a wait that never ends in practice.
+         */
         public B waitTimeout(Duration timeout) {
-            if (timeout.isNegative()) {
-                throw new IllegalArgumentException("waitTimeout must not be negative: " + timeout);
-            }
-            this.waitTimeout = timeout;
+            this.waitTimeout = atMostLongest("waitTimeout", timeout);
             return self();
         }
 
@@ -553,12 +558,14 @@ public final class PoolConfig {
             return self();
         }
 
-        /** How long a chunk stays idle before it goes back to the chunk source (default 10 s). */
+        /**
+         * How long a chunk stays idle before it goes back to the chunk source
+         * (default 10 s). Anything longer than {@link #LONGEST} (100 years) is
+         * taken as that: idle memory that never decays, though a
+         * {@link MemoryPool#trim()} still gives it back.
+         */
         public B idleChunkDecay(Duration decay) {
-            if (decay.isNegative()) {
-                throw new IllegalArgumentException("idleChunkDecay must not be negative: " + decay);
-            }
-            this.idleChunkDecay = decay;
+            this.idleChunkDecay = atMostLongest("idleChunkDecay", decay);
             return self();
         }
 
@@ -611,6 +618,11 @@ public final class PoolConfig {
             waitTimeout(waitTimeout);
             idleChunkDecay(idleChunkDecay);
             minIdleChunks(minIdleChunks);
+            int categories = quotas.size() + (quotas.containsKey(Category.DEFAULT_NAME) ? 0 : 1);
+            if (categories > Category.MAX_CATEGORIES) {
+                throw new IllegalArgumentException("quotas name " + quotas.size() + " categories: with '"
+                        + Category.DEFAULT_NAME + "' a pool has at most " + Category.MAX_CATEGORIES);
+            }
             long ceiling = maxMemory;
             if (ceiling == UNSET) {
                 // memory the JVM's direct-memory limit does not see gets that limit as its ceiling
@@ -627,11 +639,33 @@ public final class PoolConfig {
             return new PoolConfig(this, ceiling);
         }
 
+        /** {@code duration}, not null or negative, and at most {@link #LONGEST}. */
+        private static Duration atMostLongest(String name, Duration duration) {
+            Objects.requireNonNull(duration, name);
+            if (duration.isNegative()) {
+                throw new IllegalArgumentException(name + " must not be negative: " + duration);
+            }
+            return duration.compareTo(LONGEST) > 0 ? LONGEST : duration;
+        }
+
         private static int requireNonNegative(String name, int value) {
             if (value < 0) {
                 throw new IllegalArgumentException(name + " must not be negative: " + value);
             }
             return value;
+        }
+
+        private static LimitPolicy policyProperty(String name, LimitPolicy fallback) {
+            String value = System.getProperty(name);
+            if (value == null || value.isBlank()) {
+                return fallback;
+            }
+            try {
+                return LimitPolicy.valueOf(value.trim().toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("system property " + name + " is not one of "
+                        + java.util.Arrays.toString(LimitPolicy.values()) + ": " + value, e);
+            }
         }
 
         private static long longProperty(String name, long fallback) {

@@ -2,7 +2,9 @@ package io.slabwise;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
 import org.junit.jupiter.api.Test;
@@ -11,6 +13,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -42,6 +45,7 @@ class PoolConfigTest {
             "slabwise.arenaSpreadBytes, -1",
             "slabwise.arenaSpreadBytes, 1MiB",
             "slabwise.compactionBytesPerSecond, -1",
+            "slabwise.limitPolicy, SOMETIMES",
     })
     void aBadSystemPropertyFailsTheBuildNamingTheSetting(String property, String value) {
         IllegalArgumentException e = withProperty(property, value,
@@ -115,6 +119,68 @@ class PoolConfigTest {
     void builderMethodsRejectWhatPropertiesMayNot() {
         assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().waitTimeout(Duration.ofMillis(-1)));
         assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().maxMemory(-5));
+        NullPointerException none = assertThrows(NullPointerException.class, () -> PoolConfig.builder().idleChunkDecay(null));
+        assertTrue(none.getMessage().contains("idleChunkDecay"), none.getMessage());
+        for (int capacity : new int[] {1, PoolConfig.Builder.MAX_REMOTE_FREE_QUEUE_CAPACITY + 1, Integer.MAX_VALUE}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> PoolConfig.builder().remoteFreeQueueCapacity(capacity));
+            assertTrue(e.getMessage().contains("remoteFreeQueueCapacity"), e.getMessage());
+        }
+        PoolConfig largest = PoolConfig.builder().arenas(1).chunkSize(1 << 20)
+                .remoteFreeQueueCapacity(PoolConfig.Builder.MAX_REMOTE_FREE_QUEUE_CAPACITY).build();
+        new MemoryPool(largest).close(); // and a pool is built with it
+    }
+
+    /** Quotas may name as many categories as a pool can have, counting the default one, and no more. */
+    @Test
+    void quotasNameAtMostAsManyCategoriesAsAPoolHas() {
+        PoolConfig.Builder builder = PoolConfig.builder().arenas(1).chunkSize(1 << 20);
+        for (int i = 1; i < Category.MAX_CATEGORIES; i++) {
+            builder.quota("c" + i, 1L << 20);
+        }
+        MemoryPool full = new MemoryPool(builder.build()); // 63 named and the default: every slot
+        assertEquals(Category.MAX_CATEGORIES, full.categories().size());
+        full.close();
+        builder.quota("one_more", 1L << 20);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, builder::build);
+        assertTrue(e.getMessage().contains("quotas") && e.getMessage().contains(String.valueOf(Category.MAX_CATEGORIES)),
+                e.getMessage());
+    }
+
+    /**
+     * A wait timeout or an idle decay of "forever" (longer than 100 years) is
+     * taken as 100 years: a caller waits and is served, and decay keeps idle
+     * memory without failing, where the nanoseconds of such a duration would
+     * overflow.
+     */
+    @Test
+    void durationsBeyondAHundredYearsAreTakenAsAHundredYears() throws Exception {
+        ManualTime time = new ManualTime();
+        PoolConfig config = PoolConfig.builder().arenas(1).chunkSize(1 << 20).maxMemory(1 << 20)
+                .limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofMillis(Long.MAX_VALUE))
+                .idleChunkDecay(ChronoUnit.FOREVER.getDuration()).ticker(time).scheduler(time)
+                .chunkSource(ChunkSource.direct()).build();
+        assertEquals(PoolConfig.Builder.LONGEST, config.waitTimeout());
+        assertEquals(PoolConfig.Builder.LONGEST, config.idleChunkDecay());
+        MemoryPool pool = new MemoryPool(config);
+        Allocation held = new Allocation();
+        pool.allocate(1 << 20, held); // the whole ceiling
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Allocation waiting = new Allocation();
+        Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(4096, waiting), failure);
+        ConcurrentTasks.awaitWaiting(pool, 1);
+        pool.free(held);
+        waiter.join();
+        assertNull(failure.get());
+        pool.free(waiting);
+        long committed = pool.committedBytes();
+        assertTrue(committed > 0);
+        time.advance(Duration.ofDays(365));
+        time.runScheduled(); // the decay: nothing has been idle for 100 years
+        assertEquals(committed, pool.committedBytes());
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+        pool.close();
     }
 
     @Test
