@@ -244,10 +244,13 @@ public final class SequentialAllocator implements Allocator {
 
     /**
      * Ends the carving of a chunk that is no longer a stripe's current or
-     * overflow chunk: no slice is carved from it again.
+     * overflow chunk: no slice is carved from it again. Its tail counts as
+     * given up while slices in it are live; an empty one goes back whole.
      */
     private void retire(SlabChunk slab) {
-        wastedTailBytes.addAndGet(chunkSize - slab.carved);
+        if (slab.liveBytes() > 0) {
+            wastedTailBytes.addAndGet(chunkSize - slab.carved);
+        }
         pinned.add(slab); // before closing: the last release may come at once and take it out again
         slab.close();
     }

@@ -11,9 +11,9 @@ package io.slabwise;
  * @param spareChunks        emptied chunks kept for the next chunk it needs (0 or 1)
  * @param liveBytes          bytes reserved by live slices (requests rounded to 8 bytes)
  * @param pinnedLiveBytes    the part of {@code liveBytes} that sits in pinned chunks
- * @param wastedTailBytes    tails given up when chunks were retired, since the start
+ * @param wastedTailBytes    tails given up when chunks with live slices were retired, since the start
  * @param slicesCarved       slices carved since the start
- * @param fallbackAllocations requests served by the general pool instead (too large, or a large tail left)
+ * @param fallbackAllocations requests served by the general pool instead (too large for a slice)
  */
 public record SequentialStats(String category, int chunkSize, int chunks, int openChunks, int pinnedChunks,
                               int spareChunks, long liveBytes, long pinnedLiveBytes, long wastedTailBytes,

@@ -497,6 +497,7 @@ class SequentialAllocatorTest {
         assertEquals(0, trimmed.openChunks());
         assertEquals(0, trimmed.spareChunks());
         assertEquals(1, trimmed.pinnedChunks());
+        assertEquals(4 * KIB, trimmed.wastedTailBytes(), "the open chunk held nothing: it went back whole, no tail given up");
         PoolStats poolStats = pool.stats();
         assertEquals(104, poolStats.reservedBytes());
         assertEquals(CHUNK, poolStats.committedBytes() - (long) poolStats.idleChunks() * CHUNK);
@@ -732,5 +733,19 @@ class SequentialAllocatorTest {
             }
             pool.free(a);
         }
+    }
+
+    /** A trim that retires an open chunk with a live slice gives up its tail while the slice lives; an empty one gives up none. */
+    @Test
+    void aTrimGivesUpTheTailsOfOpenChunksWithLiveSlicesOnly() {
+        Allocation live = slice(1000);
+        log.trim();
+        assertEquals(CHUNK - 1000, log.stats().wastedTailBytes(), "the tail behind the live slice");
+        pool.free(live);
+        Allocation released = slice(1000);
+        pool.free(released);
+        pool.trim(); // retires the new open chunk, empty
+        assertEquals(CHUNK - 1000, log.stats().wastedTailBytes(), log.stats()::toString);
+        assertEverythingReturns();
     }
 }
