@@ -30,7 +30,8 @@ import java.util.function.Supplier;
  *             block pool blocks   cut into sub-blocks, sub-blocks in use ≤ maxOccupancy × block
  *  mark     chunk.evacuating = true:  no new placement there; memory freed there skips the thread caches
  *  flush    thread caches (this thread's now, others at their next operation): cached slots leave the chunks
- *  relocate each relocator, once, with an Evacuation of its category: owners copy, swap, free
+ *  relocate each relocator, once, with an Evacuation of its category: owners copy, swap, free;
+ *           a copy lands in the arena it leaves, where choose counted room for it
  *  end      unmark; chunks that emptied go back at once; count what was moved and freed
  * </pre>
  *
@@ -51,10 +52,12 @@ final class Compaction {
     static final int FRUITLESS_COMPACTIONS = 8;
 
     /**
-     * Where the entries of one kind of victim land (the general pool, one
-     * sequential allocator, one block pool): the free room there outside the
-     * victims, and the unit in which it takes new memory when that is not
-     * enough. Filled while choosing.
+     * Where the entries of one kind of victim land (one arena of the general
+     * pool, one sequential allocator, one block pool): the free room there
+     * outside the victims, and the unit in which it takes new memory when
+     * that is not enough. Filled while choosing. A move lands in the arena of
+     * the memory it leaves, whatever the compacting thread uses, so the room
+     * of one arena never counts for another's victims.
      */
     static final class Destination {
         /** Chunk or block size: the unit of new memory. */
@@ -75,6 +78,13 @@ final class Compaction {
         long gain() {
             return victims - newMemory / unit;
         }
+    }
+
+    /** One try at general-pool memory for a move, in a given arena: the general pool's {@link Attempt} with its arena. */
+    @FunctionalInterface
+    interface GeneralMove {
+        /** Tries once to fill {@code out} from {@code arena}; returns {@link Attempt#DONE} or why it was refused. */
+        int tryIn(Arena arena, Category category, int requested, Allocation out);
     }
 
     /** A chunk (or block) a compaction may empty, with how to start and end its evacuation. */
@@ -118,7 +128,7 @@ final class Compaction {
     private final Collection<SequentialAllocator> sequentialAllocators;
     private final Collection<BlockPool> blockPools;
     private final ThreadCaches threadCaches;
-    private final Attempt generalMove;
+    private final GeneralMove generalMove;
     private final Admission admission;
     private final Consumer<Allocation> free;
     private final Supplier<ThreadCaches.Snapshot> counters;
@@ -146,7 +156,7 @@ final class Compaction {
     private final AtomicReference<CompactionStats> totals = new AtomicReference<>(CompactionStats.NONE);
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
-               ThreadCaches threadCaches, Admission admission, Attempt generalMove, Consumer<Allocation> free,
+               ThreadCaches threadCaches, Admission admission, GeneralMove generalMove, Consumer<Allocation> free,
                Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, CommittedMemory committed, int chunkSize) {
         this.arenas = arenas;
         this.sequentialAllocators = sequentialAllocators;
@@ -316,16 +326,17 @@ final class Compaction {
         long maxUsedInChunk = (long) (maxOccupancy * chunkSize);
         generalCategories = relocatableInGeneralPool();
         if (!generalCategories.isEmpty()) { // else marking general chunks would only make other categories' traffic pay
-            Destination general = new Destination(chunkSize, 0);
             Map<RegionGroups.Group, List<ArenaChunk>> byGroup = new HashMap<>();
             // with region groups every chunk (but those lent whole to a sequential allocator), idle ones
             // included: an idle chunk kept for reuse would keep its group from emptying
             double occupancyConsidered = grouped ? 1 : maxOccupancy;
             for (Arena arena : arenas) {
                 List<Chunk> chunks = new ArrayList<>();
-                general.free += arena.sparseChunks(occupancyConsidered, grouped, chunks);
+                // each arena a destination of its own: a move lands in the arena it leaves (allocateForMove),
+                // so only that arena's free room can take it
+                Destination sameArena = new Destination(chunkSize, arena.sparseChunks(occupancyConsidered, grouped, chunks));
                 for (Chunk chunk : chunks) { // an arena's first chunks are smaller than the rest
-                    ArenaChunk victim = new ArenaChunk(chunk, arena, general, grouped,
+                    ArenaChunk victim = new ArenaChunk(chunk, arena, sameArena, grouped,
                             (long) (occupancyConsidered * chunk.chunkSize()));
                     if (victim.usedBytes <= maxOccupancy * chunk.chunkSize() && !fruitless(chunk, victim.usedBytes)) {
                         candidates.add(victim);
@@ -485,12 +496,18 @@ final class Compaction {
         }
     }
 
-    /** New general-pool memory for a move of {@code from}: past the thread cache, never waiting at a limit. */
+    /**
+     * New general-pool memory for a move of {@code from}: in {@code from}'s
+     * arena, where the choice counted room for it, past the thread cache,
+     * never waiting at a limit.
+     */
     boolean allocateForMove(Allocation from, Allocation to) {
         if (from.chunk.huge) {
             throw new IllegalArgumentException("a huge allocation has a region of its own and never moves: " + from);
         }
-        return admission.tryAdmit(generalMove, from.category, from.requested, to);
+        Arena arena = from.chunk.arena;
+        return admission.tryAdmit((category, requested, out) -> generalMove.tryIn(arena, category, requested, out),
+                from.category, from.requested, to);
     }
 
     /** Whether the pool was closed: moves are refused from then on. */

@@ -69,10 +69,10 @@ public final class Evacuation {
 
     /**
      * Fills {@code to} with new memory of the same category, size and
-     * allocator as {@code from} (the general pool, or a sequential allocator),
-     * outside every chunk being emptied, and copies {@code from}'s requested
-     * bytes into it. The owner then points its entry at {@code to} and frees
-     * {@code from}.
+     * allocator as {@code from} (the general pool, in {@code from}'s arena,
+     * or a sequential allocator), outside every chunk being emptied, and
+     * copies {@code from}'s requested bytes into it. The owner then points
+     * its entry at {@code to} and frees {@code from}.
      *
      * @return true when moved; false when the budget is spent, a limit
      *         refused the new memory (a move never waits) or the pool was

@@ -142,7 +142,7 @@ public final class MemoryPool implements AutoCloseable {
         this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
-                admission, (c, requested, out) -> tryGeneral(c, requested, out, true), this::free, this::counters,
+                admission, (arena, c, requested, out) -> tryGeneral(c, requested, out, arena), this::free, this::counters,
                 limit, committed, sizes.chunkSize());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
@@ -550,11 +550,14 @@ public final class MemoryPool implements AutoCloseable {
 
     /** One try at the general pool: {@link Attempt#DONE}, or why it was refused. */
     private int tryGeneral(Category category, int requested, Allocation out) {
-        return tryGeneral(category, requested, out, false);
+        return tryGeneral(category, requested, out, null);
     }
 
-    /** One try at the general pool, past the thread cache with {@code pastCache} (a compaction's move). */
-    private int tryGeneral(Category category, int requested, Allocation out, boolean pastCache) {
+    /**
+     * One try at the general pool; with {@code moveTo} (a compaction's move)
+     * in that arena, the one the moved memory leaves, past the thread cache.
+     */
+    private int tryGeneral(Category category, int requested, Allocation out, Arena moveTo) {
         boolean huge = requested > dedicatedAbove;
         int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
         int reserved = huge || requested > fittedAbove ? sizes.pageRound(requested) : sizes.size(sizeIndex);
@@ -566,8 +569,8 @@ public final class MemoryPool implements AutoCloseable {
             ThreadCache cache = out.owner != null ? out.owner : threadCaches.current();
             if (huge) {
                 allocateDedicated(cache, category, requested, reserved, out);
-            } else if (pastCache) {
-                cache.allocateFromArena(category, requested, sizeIndex, reserved, out);
+            } else if (moveTo != null) {
+                cache.allocateForMove(moveTo, category, requested, sizeIndex, reserved, out);
             } else {
                 cache.allocate(category, requested, sizeIndex, reserved, out);
             }

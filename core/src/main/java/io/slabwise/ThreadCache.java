@@ -297,13 +297,28 @@ final class ThreadCache {
 
     /**
      * Allocates from the arena, past the stacks, counted on this cache like
-     * any allocation: for a virtual thread that finds a shared cache busy,
-     * and for a compaction's moves, which must never take memory cached in a
-     * chunk being evacuated.
+     * any allocation: for a virtual thread that finds a shared cache busy.
      */
     void allocateFromArena(Category category, int requested, int sizeIndex, int reserved, Allocation out) {
         arena.allocate(sizeIndex, reserved, out);
         afterArenaAllocation();
+        placeAndCount(category, requested, sizeIndex, reserved, out, !shared);
+    }
+
+    /**
+     * Allocates a compaction's move from {@code target}, the arena of the
+     * memory it leaves (the compaction counted room for it there, whatever
+     * arena this thread uses), past the stacks, which must never hand out
+     * memory cached in a chunk being evacuated; counted on this cache like
+     * any allocation. A new chunk of another arena says nothing about how
+     * crowded this cache's arena is, so only a move into its own may move
+     * the cache; the other arena's threads see its growth.
+     */
+    void allocateForMove(Arena target, Category category, int requested, int sizeIndex, int reserved, Allocation out) {
+        target.allocate(sizeIndex, reserved, out);
+        if (target == arena) {
+            afterArenaAllocation();
+        }
         placeAndCount(category, requested, sizeIndex, reserved, out, !shared);
     }
 

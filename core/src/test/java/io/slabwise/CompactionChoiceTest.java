@@ -13,13 +13,16 @@ import org.junit.jupiter.api.Timeout;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * What a compaction chooses to empty, and whether the choice pays: the byte
  * budget, chunks that hold nothing relocatable, a compaction that cannot
  * give anything back, memory cached by the compacting thread, and a chunk
- * whose use changes between the choice and the marking.
+ * whose use changes between the choice and the marking, and moves that land
+ * in the arena whose room was counted for them.
  *
  * <p>The disabled tests show defects of the choice; each says what it
  * expects and what happens instead.
@@ -150,6 +153,61 @@ class CompactionChoiceTest {
             // today: each reports its block freed and both payloads moved; the block count stays 1
             assertEquals(0, first.movedEntries() + second.movedEntries(), () -> first + " / " + second);
             kept.forEach(parts -> parts.forEach(pool::free));
+        }
+    }
+
+    /**
+     * With two arenas, a move lands in the arena of the memory it leaves, so
+     * only that arena's free room counts for it. This thread compacts from an
+     * arena that holds nothing; the entries of a sparse chunk of the other
+     * arena move into the free room of that arena's other chunk, the sparse
+     * chunk goes back, and later compactions find nothing to move. Before,
+     * the room of every arena counted while the moves landed in the
+     * compacting thread's arena: each compaction emptied the chunk into a new
+     * one there, just as sparse, and gave nothing back, again and again.
+     */
+    @Test
+    void entriesMoveIntoTheRoomOfTheirOwnArenaSoACompactedPoolMovesNothing() throws Exception {
+        PoolConfig config = PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(2).arenaSpreadBytes(0)
+                .maxCachedSize(0).chunkSource(PoolMemory.chunkByChunk()).build();
+        try (MemoryPool pool = new MemoryPool(config)) {
+            Category cache = pool.category("cache");
+            Category other = pool.category("other");
+            MovingOwner owner = new MovingOwner(pool);
+            pool.setRelocator("cache", owner);
+            Allocation probe = new Allocation();
+            pool.allocate(other, PAGE, probe); // this thread binds first: to an arena left empty
+            Arena compacting = probe.chunk.arena;
+            pool.free(probe);
+            pool.trim();
+            List<Allocation> others = new ArrayList<>();
+            ConcurrentTasks.runConcurrently(List.of(() -> {
+                // the other arena: a chunk 90% used by a category without relocator, 13 pages free; 12 entries in a second
+                others.addAll(allocate(pool, other, CHUNK / PAGE - 13, PAGE));
+                List<Allocation> filler = allocate(pool, other, 13, PAGE);
+                List<Allocation> entries = allocate(pool, cache, 12, PAGE);
+                filler.forEach(pool::free);
+                for (int i = 0; i < entries.size(); i++) {
+                    owner.add(entries.get(i), i);
+                }
+            }));
+            Arena entryArena = owner.entries.get(0).chunk.arena;
+            assertNotSame(compacting, entryArena, "the entries are in the other thread's arena");
+            long committed = pool.committedBytes();
+
+            CompactionStats first = pool.compact();
+            assertEquals(12, first.movedEntries(), first::toString);
+            assertEquals(committed - CHUNK, pool.committedBytes(), first::toString);
+            for (Allocation entry : owner.entries) {
+                assertSame(entryArena, entry.chunk.arena, "a moved entry stays in its arena");
+            }
+            CompactionStats second = pool.compact();
+            CompactionStats third = pool.compact();
+            assertEquals(0, second.movedBytes() + third.movedBytes(), () -> second + " / " + third);
+            assertEquals(committed - CHUNK, pool.committedBytes());
+            owner.check();
+            owner.freeAll();
+            others.forEach(pool::free);
         }
     }
 
