@@ -38,8 +38,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Threads</h2>
  * Blocks (whole or cut smaller) and cut sub-blocks are spread over stripes,
  * each with its own lock; a thread takes slots from the stripe chosen by its
- * id, and a slot goes back to the stripe of its region, from whatever thread
- * releases it. A smaller size's stripe lock may take a larger size's, never
+ * id (a compaction's move, from the stripe of the payload it moves), and a
+ * slot goes back to the stripe of its region, from whatever thread releases
+ * it. A smaller size's stripe lock may take a larger size's, never
  * the other way round. No lock is global. A region whose slots are all free
  * goes back at once (a block to the idle blocks, a cut block or sub-block to
  * the size above); idle blocks are a lock-free deque; a new slot is taken from the fullest
@@ -140,7 +141,7 @@ public final class BlockPool {
         if (size <= 0) {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
-        PayloadAttempt attempt = new PayloadAttempt();
+        PayloadAttempt attempt = new PayloadAttempt(callerStripe());
         if (admission.admit(attempt, category, size, null)) {
             return attempt.parts;
         }
@@ -163,9 +164,15 @@ public final class BlockPool {
         }
     }
 
-    /** All the parts of one payload, or none of them. */
+    /** All the parts of one payload, or none of them, from one stripe. */
     private final class PayloadAttempt implements Attempt {
+        /** The index of the stripes the parts come from. */
+        private final int stripe;
         List<Allocation> parts;
+
+        PayloadAttempt(int stripe) {
+            this.stripe = stripe;
+        }
 
         /** Its blocks, sub-blocks and mini-blocks. */
         @Override
@@ -218,7 +225,7 @@ public final class BlockPool {
 
         private int take(SlotSize slots, int requested, int want, List<Allocation> taken) {
             Allocation part = new Allocation();
-            int result = trySlot(slots, requested, want, part);
+            int result = trySlot(slots, requested, want, stripe, part);
             if (result == DONE) {
                 taken.add(part);
             }
@@ -230,15 +237,21 @@ public final class BlockPool {
     public boolean allocateBlock(Allocation out) {
         admission.checkOpen();
         MemoryPool.checkNotLive(out);
-        return admission.admit((c, size, o) -> trySlot(blocks, blocks.slotSize, 1, o), category, blocks.slotSize, out);
+        return admission.admit((c, size, o) -> trySlot(blocks, blocks.slotSize, 1, callerStripe(), o), category,
+                blocks.slotSize, out);
     }
 
-    private int trySlot(SlotSize slots, int requested, int want, Allocation out) {
+    /** The index of the stripes the calling thread takes slots from: chosen by its id, so threads rarely share one. */
+    private int callerStripe() {
+        return (int) (Thread.currentThread().getId() % blocks.stripes.length);
+    }
+
+    private int trySlot(SlotSize slots, int requested, int want, int stripe, Allocation out) {
         if (!category.admit(slots.slotSize)) {
             return Attempt.QUOTA;
         }
         try {
-            slots.take(requested, want, out);
+            slots.take(requested, want, stripe, out);
             return Attempt.DONE;
         } catch (CeilingReached e) {
             category.release(slots.slotSize);
@@ -270,12 +283,14 @@ public final class BlockPool {
 
     /**
      * The parts of a new payload of {@code size} bytes for a compaction's
-     * move of a payload of this pool: as {@link #allocate}, but null at a
-     * limit whatever the category's policy (never waits), and never in a
-     * block being evacuated.
+     * move of a payload of this pool, {@code leaving} one of its parts: as
+     * {@link #allocate}, but from the stripe of {@code leaving}, where the
+     * compaction counted room for them (whatever stripe the compacting thread
+     * uses), null at a limit whatever the category's policy (never waits),
+     * and never in a block being evacuated.
      */
-    List<Allocation> allocateForMove(int size) {
-        PayloadAttempt attempt = new PayloadAttempt();
+    List<Allocation> allocateForMove(int size, Allocation leaving) {
+        PayloadAttempt attempt = new PayloadAttempt(((SlotToken) leaving.releaserToken).region.stripe.index);
         return admission.tryAdmit(attempt, category, size, null) ? attempt.parts : null;
     }
 
@@ -283,12 +298,16 @@ public final class BlockPool {
      * Adds to {@code out} the blocks cut into sub-blocks whose sub-blocks in
      * use hold at most {@code maxUsedBytes} (a sub-block cut into mini-blocks
      * counts whole), for a compaction to choose from. Moved payloads take
-     * their sub-blocks and mini-blocks from other blocks, so an evacuated
-     * block empties and goes back to the operating system.
+     * their sub-blocks and mini-blocks from other blocks of the same stripe
+     * ({@link #allocateForMove}), so an evacuated block empties and goes back
+     * to the operating system; each stripe is the destination of its blocks,
+     * with its free sub-blocks as the room the moves can use.
      */
-    void sparseBlocks(long maxUsedBytes, Compaction.Destination destination, List<Compaction.Victim> out) {
+    void sparseBlocks(long maxUsedBytes, List<Compaction.Victim> out) {
         for (Stripe stripe : subBlocks.stripes) {
             synchronized (stripe) {
+                Compaction.Destination destination = new Compaction.Destination(blocks.slotSize,
+                        stripe.freeSlots * subBlocks.slotSize);
                 for (SlotRegion head : stripe.byFree) {
                     for (SlotRegion region = head; region != null; region = region.next) {
                         long used = (long) (subBlocks.slotsPerRegion - region.free()) * subBlocks.slotSize;
@@ -321,11 +340,6 @@ public final class BlockPool {
                 return !region.memory.isLive();
             }
         };
-    }
-
-    /** Bytes of the free sub-blocks in blocks cut into sub-blocks: room a compaction's moves can use. */
-    long freeSubBlockBytes() {
-        return subBlocks.counts()[2] * subBlocks.slotSize;
     }
 
     /** Gives every idle block back to the operating system; returns how many. */
@@ -421,24 +435,27 @@ public final class BlockPool {
             this.parent = parent;
             this.stripes = new Stripe[stripeCount];
             for (int i = 0; i < stripeCount; i++) {
-                stripes[i] = new Stripe(this);
+                stripes[i] = new Stripe(this, i);
             }
         }
 
-        /** Takes a slot as a buffer's memory of {@code requested} bytes, accounted to the pool's category. */
-        void take(int requested, int want, Allocation out) {
-            takeSlot(want, out, category, requested, slotSize);
+        /**
+         * Takes a slot of stripe {@code stripe} as a buffer's memory of
+         * {@code requested} bytes, accounted to the pool's category.
+         */
+        void take(int requested, int want, int stripe, Allocation out) {
+            takeSlot(want, stripe, out, category, requested, slotSize);
             out.releaser = releaser;
             chunks.countCarved(category, requested, slotSize, out);
         }
 
-        /** Takes a slot of this size as the region of a child size: not accounted, not a buffer. */
-        void takeRegion(int want, Allocation out) {
-            takeSlot(want, out, null, 0, 0);
+        /** Takes a slot of this size, of stripe {@code stripe}, as the region of a child size: not accounted, not a buffer. */
+        void takeRegion(int want, int stripe, Allocation out) {
+            takeSlot(want, stripe, out, null, 0, 0);
         }
 
-        private void takeSlot(int want, Allocation out, Category category, int requested, int reserved) {
-            Stripe stripe = stripes[(int) (Thread.currentThread().getId() % stripes.length)];
+        private void takeSlot(int want, int stripeIndex, Allocation out, Category category, int requested, int reserved) {
+            Stripe stripe = stripes[stripeIndex];
             SlotRegion region;
             int slot;
             synchronized (stripe) {
@@ -449,7 +466,7 @@ public final class BlockPool {
                         region.stripe = stripe;
                     } else {
                         region = new SlotRegion(stripe);
-                        acquireRegion(region.memory);
+                        acquireRegion(stripeIndex, region.memory);
                     }
                     stripe.add(region);
                 }
@@ -465,11 +482,11 @@ public final class BlockPool {
             out.releaserToken = new SlotToken(region, slot);
         }
 
-        private void acquireRegion(Allocation region) {
+        private void acquireRegion(int stripe, Allocation region) {
             if (parent == null) {
                 chunks.acquireBlockRegion(slotSize, region);
             } else {
-                parent.takeRegion(1, region);
+                parent.takeRegion(1, stripe, region); // the same stripe of the size above: a payload's parts share one
             }
         }
 
@@ -528,14 +545,17 @@ public final class BlockPool {
      */
     private final class Stripe {
         final SlotSize size;
+        /** Its place among its size's stripes: the same for the stripes of every size a thread takes slots from. */
+        final int index;
         /** The regions with {@code i} free slots, linked through {@link SlotRegion#next}. */
         final SlotRegion[] byFree;
         final AtomicLong live = new AtomicLong();
         int regions;
         long freeSlots;
 
-        Stripe(SlotSize size) {
+        Stripe(SlotSize size, int index) {
             this.size = size;
+            this.index = index;
             this.byFree = new SlotRegion[size.slotsPerRegion + 1];
         }
 

@@ -31,7 +31,7 @@ import java.util.function.Supplier;
  *  mark     chunk.evacuating = true:  no new placement there; memory freed there skips the thread caches
  *  flush    thread caches (this thread's now, others at their next operation): cached slots leave the chunks
  *  relocate each relocator, once, with an Evacuation of its category: owners copy, swap, free;
- *           a copy lands in the arena it leaves, where choose counted room for it
+ *           a copy lands in the arena (block pool stripe) it leaves, where choose counted room for it
  *  end      unmark; chunks that emptied go back at once; count what was moved and freed
  * </pre>
  *
@@ -53,11 +53,12 @@ final class Compaction {
 
     /**
      * Where the entries of one kind of victim land (one arena of the general
-     * pool, one sequential allocator, one block pool): the free room there
-     * outside the victims, and the unit in which it takes new memory when
-     * that is not enough. Filled while choosing. A move lands in the arena of
-     * the memory it leaves, whatever the compacting thread uses, so the room
-     * of one arena never counts for another's victims.
+     * pool, one sequential allocator, one stripe of a block pool): the free
+     * room there outside the victims, and the unit in which it takes new
+     * memory when that is not enough. Filled while choosing. A move lands in
+     * the arena or stripe of the memory it leaves, whatever the compacting
+     * thread uses, so the room of one arena (stripe) never counts for
+     * another's victims.
      */
     static final class Destination {
         /** Chunk or block size: the unit of new memory. */
@@ -361,8 +362,7 @@ final class Compaction {
         }
         for (BlockPool blocks : blockPools) {
             if (relocators.containsKey(blocks.category())) {
-                blocks.sparseBlocks((long) (maxOccupancy * blocks.blockSize()),
-                        new Destination(blocks.blockSize(), blocks.freeSubBlockBytes()), candidates);
+                blocks.sparseBlocks((long) (maxOccupancy * blocks.blockSize()), candidates);
             }
         }
         // least first; the chunks of a group emptied as a whole side by side, so that a budget takes them together

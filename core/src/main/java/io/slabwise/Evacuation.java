@@ -103,10 +103,10 @@ public final class Evacuation {
     }
 
     /**
-     * New parts for a block pool payload: a payload of the same pool and size
-     * outside every block being emptied, with the bytes of {@code parts}
-     * copied in. The owner then points its entry at the new parts and frees
-     * the old ones.
+     * New parts for a block pool payload: a payload of the same pool, size
+     * and stripe outside every block being emptied, with the bytes of
+     * {@code parts} copied in. The owner then points its entry at the new
+     * parts and frees the old ones.
      *
      * @param parts a payload's parts as the block pool gave them, in order, at least one of them {@linkplain #contains contained}
      * @return the new parts, or null when the budget is spent or a limit refused them (the entry stays)
@@ -114,7 +114,7 @@ public final class Evacuation {
      */
     public List<Allocation> movePayload(List<Allocation> parts) {
         checkUsable();
-        boolean contained = false;
+        Allocation contained = null;
         long size = 0;
         BlockPool pool = null;
         for (Allocation part : parts) {
@@ -126,16 +126,18 @@ public final class Evacuation {
                 throw new IllegalArgumentException("the parts come from two block pools");
             }
             pool = owner;
-            contained |= contains(part);
+            if (contained == null && contains(part)) {
+                contained = part;
+            }
             size += part.requested;
         }
-        if (!contained) {
+        if (contained == null) {
             throw new IllegalArgumentException("no part of the payload lies in a block being emptied: " + parts);
         }
         if (refusedOver(size)) {
             return null;
         }
-        List<Allocation> moved = pool.allocateForMove((int) size);
+        List<Allocation> moved = pool.allocateForMove((int) size, contained);
         if (moved == null) {
             refusedEntries++;
             return null;

@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * budget, chunks that hold nothing relocatable, a compaction that cannot
  * give anything back, memory cached by the compacting thread, and a chunk
  * whose use changes between the choice and the marking, and moves that land
- * in the arena whose room was counted for them.
+ * in the arena (block pool stripe) whose room was counted for them.
  *
  * <p>The disabled tests show defects of the choice; each says what it
  * expects and what happens instead.
@@ -208,6 +208,88 @@ class CompactionChoiceTest {
             owner.check();
             owner.freeAll();
             others.forEach(pool::free);
+        }
+    }
+
+    /**
+     * The same for a block pool's stripes: a payload moves into blocks of the
+     * stripe it leaves, so only that stripe's free sub-blocks count for it.
+     * Two payloads of a sparse block of the other stripe move into the two
+     * free sub-blocks of that stripe's full block, and the sparse block goes
+     * back; before, they moved into a new block of the compacting thread's
+     * stripe, by every compaction.
+     */
+    @Test
+    void payloadsMoveIntoTheRoomOfTheirOwnStripeSoCompactedBlocksMoveNothing() throws Exception {
+        PoolConfig config = PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1)
+                .chunkSource(PoolMemory.chunkByChunk()).build();
+        try (MemoryPool pool = new MemoryPool(config)) {
+            BlockPool blocks = pool.blocks("blocks", CHUNK, 2);
+            int subBlock = CHUNK / BlockPool.SUB_BLOCKS_PER_BLOCK;
+            List<List<Allocation>> kept = new ArrayList<>();
+            runOnTheOtherOfTwoStripes(() -> {
+                for (int i = 0; i < BlockPool.SUB_BLOCKS_PER_BLOCK + 2; i++) {
+                    kept.add(blocks.allocate(subBlock)); // a sub-block each: a full block, and two in a second block
+                }
+                kept.remove(0).forEach(pool::free); // room for the two in the full block
+                kept.remove(0).forEach(pool::free);
+            });
+            for (int i = 0; i < kept.size(); i++) {
+                for (Allocation part : kept.get(i)) {
+                    MovingOwner.fill(part, i);
+                }
+            }
+            pool.setRelocator("blocks", evacuation -> {
+                for (int i = 0; i < kept.size(); i++) {
+                    List<Allocation> parts = kept.get(i);
+                    if (parts.stream().anyMatch(evacuation::contains)) {
+                        List<Allocation> moved = evacuation.movePayload(parts);
+                        if (moved != null) {
+                            kept.set(i, moved);
+                            parts.forEach(pool::free);
+                        }
+                    }
+                }
+            });
+            pool.trim();
+            long committed = pool.committedBytes();
+
+            CompactionStats first = pool.compact();
+            pool.trim();
+            assertEquals(2, first.movedEntries(), first::toString);
+            assertEquals(committed - CHUNK, pool.committedBytes(), () -> first + " " + blocks.stats());
+            CompactionStats second = pool.compact();
+            CompactionStats third = pool.compact();
+            pool.trim();
+            assertEquals(0, second.movedBytes() + third.movedBytes(), () -> second + " / " + third);
+            assertEquals(committed - CHUNK, pool.committedBytes(), () -> blocks.stats().toString());
+            for (int i = 0; i < kept.size(); i++) {
+                for (Allocation part : kept.get(i)) {
+                    MovingOwner.verify(part, i);
+                }
+            }
+            kept.forEach(parts -> parts.forEach(pool::free));
+        }
+    }
+
+    /** Runs {@code task} on a new thread whose id picks the other of two stripes than this thread's. */
+    private static void runOnTheOtherOfTwoStripes(Runnable task) throws InterruptedException {
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Runnable capturing = () -> {
+            try {
+                task.run();
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        };
+        Thread thread = new Thread(capturing);
+        while (thread.getId() % 2 == Thread.currentThread().getId() % 2) {
+            thread = new Thread(capturing); // ids are handed out in turn: the next one is of the other parity
+        }
+        thread.start();
+        thread.join();
+        if (failure.get() != null) {
+            throw new AssertionError("the thread of the other stripe failed", failure.get());
         }
     }
 
