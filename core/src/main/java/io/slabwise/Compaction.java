@@ -151,7 +151,8 @@ final class Compaction {
     /**
      * Victims of the last compaction left marked because readers still held
      * moved entries' old memory in them: they go back when that comes back,
-     * and the next compaction ends them first. Under {@link #running}.
+     * and the next compaction ends them first, or the removal of the last
+     * relocator. Under {@link #running}.
      */
     private final List<Victim> draining = new ArrayList<>();
     private final AtomicReference<CompactionStats> totals = new AtomicReference<>(CompactionStats.NONE);
@@ -173,13 +174,48 @@ final class Compaction {
         this.chunkSize = chunkSize;
     }
 
-    /** Registers (or, with null, removes) the relocator of a category; returns the one it replaced. */
+    /**
+     * Registers (or, with null, removes) the relocator of a category; returns
+     * the one it replaced. Removing the last one opens the chunks the last
+     * compaction left marked for readers: no compaction runs without a
+     * relocator to open them.
+     */
     Relocator setRelocator(Category category, Relocator relocator) {
+        Relocator before;
         synchronized (relocators) {
-            Relocator before = relocator == null ? relocators.remove(category) : relocators.put(category, relocator);
+            before = relocator == null ? relocators.remove(category) : relocators.put(category, relocator);
             limit.reserveForCompaction(relocators.isEmpty() ? 0 : chunkSize);
-            return before;
         }
+        endDrainingWithoutRelocators();
+        return before;
+    }
+
+    /**
+     * Ends the victims left {@link #draining} when no category has a
+     * relocator any more: the next compaction, which would end them, never
+     * comes, and a chunk that also holds memory that cannot move would stay
+     * closed to new memory for the life of the pool. Never waits: a
+     * compaction under way does it after it lets go of {@link #running}.
+     * Either the remover or that compaction sees the other: the remover
+     * empties the map before it tries the lock, the compaction lets go of the
+     * lock before it reads the map.
+     */
+    private void endDrainingWithoutRelocators() {
+        if (relocators.isEmpty() && running.tryLock()) {
+            try {
+                endDraining();
+            } finally {
+                running.unlock();
+            }
+        }
+    }
+
+    /** Ends the victims left {@link #draining}: open again what the readers still hold; under {@link #running}. */
+    private void endDraining() {
+        for (Victim victim : draining) {
+            victim.end();
+        }
+        draining.clear();
     }
 
     /** Whether any category has a relocator. */
@@ -225,14 +261,12 @@ final class Compaction {
         } finally {
             limit.compacting(false);
             running.unlock();
+            endDrainingWithoutRelocators(); // the last relocator may have gone while this compaction ran
         }
     }
 
     private CompactionStats evacuate(double maxOccupancy, long maxBytesToMove, long start) {
-        for (Victim victim : draining) {
-            victim.end(); // open again what the readers still hold; chosen again below if still sparse
-        }
-        draining.clear();
+        endDraining(); // chosen again below if still sparse
         threadCaches.flushOwnAndRequestOthers(); // before choosing: what this thread caches makes its chunks look used
         List<Victim> started = new ArrayList<>();
         for (Victim victim : choose(maxOccupancy, maxBytesToMove)) {

@@ -176,7 +176,8 @@ public final class Evacuation {
      * was moved from) readers still hold after the owner lets go. Its chunk
      * stays closed to new memory after the compaction, so that it goes back
      * when they release it (a chunk that also holds memory that cannot move
-     * opens again at the next compaction).
+     * opens again at the next compaction, or when the last relocator is
+     * removed).
      */
     public void heldByReaders(Allocation old) {
         heldByReaders(List.of(old));

@@ -269,8 +269,11 @@ public final class MemoryPool implements AutoCloseable {
     /**
      * Registers the {@link Relocator} of a category: the owner of its
      * entries, which moves them when a compaction asks. With null, removes
-     * it; the category's memory then never moves again. Only entries of a
-     * category with a relocator are ever moved, and only by that relocator.
+     * it; the category's memory then never moves again, and removing the
+     * last one opens the chunks left closed to new memory for readers of
+     * moved entries (see {@link Evacuation#heldByReaders(Allocation)}). Only
+     * entries of a category with a relocator are ever moved, and only by
+     * that relocator.
      * While any category has one, the last chunk under the ceiling (when the
      * ceiling holds at least four chunks) is kept for compactions' moves:
      * other allocations are refused a chunk earlier, so that a compaction at

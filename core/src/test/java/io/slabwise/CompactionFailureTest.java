@@ -212,6 +212,91 @@ class CompactionFailureTest {
         }
     }
 
+    /**
+     * A chunk that holds memory no relocator can move, and the old memory of
+     * a moved entry that a reader still holds, stays marked after the
+     * compaction, to go back once the reader lets go; the next compaction
+     * opens it again. When the last relocator is removed there is no next
+     * compaction, so the removal opens it: otherwise it would take no new
+     * memory for the life of the pool, and the pool would take new chunks
+     * while its free room lay unused.
+     */
+    @Test
+    void removingTheLastRelocatorOpensAChunkLeftMarkedForReaders() {
+        leaveAChunkMarkedForReadersAndRemoveTheRelocator(false);
+    }
+
+    /** The same when the relocator is removed while the compaction runs: it opens the chunk as it ends. */
+    @Test
+    void removingTheLastRelocatorDuringACompactionOpensAChunkItLeavesMarkedForReaders() {
+        leaveAChunkMarkedForReadersAndRemoveTheRelocator(true);
+    }
+
+    /**
+     * One chunk full of memory that cannot move, less 20 pages; in a second
+     * one, an entry and a page that cannot move. The entry moves, a reader
+     * still holding its old memory, and the relocator of its category, the
+     * only one, is removed: from inside its call with {@code duringCompaction},
+     * else after the compaction and after the reader let go.
+     */
+    private static void leaveAChunkMarkedForReadersAndRemoveTheRelocator(boolean duringCompaction) {
+        PoolConfig config = PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1).maxCachedSize(0)
+                .chunkSource(PoolMemory.chunkByChunk()).build();
+        try (MemoryPool pool = new MemoryPool(config)) {
+            Category cache = pool.category("cache");
+            Category other = pool.category("other");
+            List<Allocation> dense = new ArrayList<>();
+            for (int i = 0; i < CHUNK / PAGE; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(other, PAGE, a);
+                dense.add(a);
+            }
+            Allocation entry = new Allocation();
+            pool.allocate(cache, PAGE, entry);
+            Allocation pinned = new Allocation();
+            pool.allocate(other, PAGE, pinned);
+            for (int i = 0; i < 20; i++) {
+                pool.free(dense.remove(dense.size() - 1)); // room in the first chunk for the move
+            }
+            Allocation[] current = {entry};
+            Allocation[] heldByReader = new Allocation[1];
+            pool.setRelocator("cache", evacuation -> {
+                if (evacuation.contains(current[0])) {
+                    Allocation fresh = new Allocation();
+                    if (evacuation.moveInto(current[0], fresh)) {
+                        heldByReader[0] = current[0]; // a reader still has it: freed when the reader is done
+                        evacuation.heldByReaders(current[0]);
+                        current[0] = fresh;
+                    }
+                }
+                if (duringCompaction) {
+                    pool.setRelocator("cache", null);
+                }
+            });
+            CompactionStats done = pool.compact();
+            assertEquals(1, done.movedEntries(), done::toString);
+            assertEquals(1, done.heldByReaders(), done::toString);
+            pool.free(heldByReader[0]); // the reader lets go: the chunk still holds the pinned page
+            if (!duringCompaction) {
+                assertEquals(1, EvacuationMarks.markedArenaChunks(pool), "kept marked for the next compaction");
+                pool.setRelocator("cache", null);
+            }
+            assertEquals(0, EvacuationMarks.markedArenaChunks(pool));
+            long committed = pool.committedBytes();
+            List<Allocation> more = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                Allocation a = new Allocation();
+                pool.allocate(other, PAGE, a);
+                more.add(a);
+            }
+            assertEquals(committed, pool.committedBytes(), "100 pages fit in the free room of the chunk opened again");
+            more.forEach(pool::free);
+            dense.forEach(pool::free);
+            pool.free(pinned);
+            pool.free(current[0]);
+        }
+    }
+
     @Test
     void anEvacuationKeptPastItsCallRefusesToMove() {
         try (ThreeOwners owners = new ThreeOwners()) {
