@@ -19,8 +19,8 @@ import java.util.function.IntFunction;
  *  slot i  ──guarded by──▶  stripe i % 64 (a ReentrantLock)
  *  reader:     lock stripe, retain slots[i], unlock; read; release
  *  writer:     allocate and fill the new entry, then lock stripe, swap slots[i], unlock; release the old entry
- *  relocator:  per stripe: tryLock (a busy stripe is tried once more after the others, then skipped);
- *              for each entry the evacuation contains: move, swap, release the old one
+ *  relocator:  per stripe: tryLock (a busy stripe is tried once more after the others, then skipped
+ *              and reported refused); for each entry the evacuation contains: move, swap, release the old one
  * </pre>
  *
  * <p>A {@link #refill} makes the cache fragmented: it releases every entry,
@@ -35,7 +35,8 @@ import java.util.function.IntFunction;
  * <p>The relocator never waits for a lock, as the relocation rules ask: it may
  * run on the pool's scheduler, the caller of {@code compact()}, or a thread at
  * the ceiling inside the owner's own code; a stripe held by the calling thread
- * ends the walk at once.
+ * ends the walk at once. A stripe it skips, busy or held, is reported with
+ * {@code refused()}.
  */
 final class RelocatableCache implements BufferRelocator {
 
@@ -225,6 +226,14 @@ final class RelocatableCache implements BufferRelocator {
         }
     }
 
+    /**
+     * Walks every stripe, a busy one once more after the others. A stripe
+     * skipped (busy twice, or held by this thread, which ends the walk) is
+     * reported with {@code refused()}, as the relocation rules ask: its
+     * entries were not looked at, so the pool must not take the chunks it
+     * chose for chunks with nothing movable and leave them alone for the
+     * next compactions.
+     */
     @Override
     public void relocate(BufferEvacuation evacuation) {
         int[] busy = new int[STRIPES];
@@ -232,6 +241,7 @@ final class RelocatableCache implements BufferRelocator {
         for (int s = 0; s < STRIPES && evacuation.budgetLeft(); s++) {
             int outcome = relocateStripe(s, evacuation);
             if (outcome < 0) {
+                evacuation.refused();
                 return;
             }
             if (outcome == 0) {
@@ -241,10 +251,12 @@ final class RelocatableCache implements BufferRelocator {
         for (int k = 0; k < busyCount && evacuation.budgetLeft(); k++) {
             int outcome = relocateStripe(busy[k], evacuation);
             if (outcome < 0) {
+                evacuation.refused();
                 return;
             }
             if (outcome == 0) {
                 busyStripes.increment();
+                evacuation.refused();
             }
         }
     }
