@@ -187,9 +187,9 @@ final class Admission {
                     throw timedOut(category, requested, policy, queue);
                 }
                 checkOpen();
-                limit.retrying(Thread.currentThread()); // its own releases (a payload's parts given back) do not wake it
+                limit.retrying(true); // its own releases (a payload's parts given back) do not wake it
                 int result = retryAsHead(attempt, category, requested, out, policy, queue, deadline);
-                limit.retrying(null);
+                limit.retrying(false);
                 if (result == Attempt.DONE) {
                     outcome = PoolEvents.SERVED;
                     return true;
@@ -209,7 +209,7 @@ final class Admission {
             outcome = PoolEvents.INTERRUPTED;
             throw refuse(category, requested, kindOf(queue), policy, PoolEvents.WAIT_INTERRUPTED, " (interrupted while waiting)");
         } finally {
-            limit.retrying(null);
+            limit.retrying(false);
             limit.dequeue(queue, ticket);
             MemoryLimitException.Kind waitedFor = kindOf(queue);
             limitCounters.waited(category, waitedFor, System.nanoTime() - waitStart);

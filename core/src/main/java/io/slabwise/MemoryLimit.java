@@ -1,6 +1,8 @@
 package io.slabwise;
 
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
@@ -45,8 +47,12 @@ final class MemoryLimit {
     /** Waiters in every queue together. */
     private volatile int waiters;
     private final AtomicLong releases = new AtomicLong();
-    /** The waiter whose turn it is, retrying; its own releases do not count as releases it waits for. */
-    private volatile Thread retrying;
+    /**
+     * The waiters whose turn it is, retrying (the head of the ceiling's line
+     * and of quotas' lines may retry at once); their own releases do not
+     * count as releases they wait for.
+     */
+    private final Set<Thread> retrying = ConcurrentHashMap.newKeySet();
     /** Callers waiting for committed memory under the ceiling. */
     final WaitQueue ceilingQueue = new WaitQueue();
     /** Bytes under the ceiling only {@link #compacting} may commit; 0 when no category has a relocator. */
@@ -140,12 +146,13 @@ final class MemoryLimit {
 
     /**
      * Memory was released somewhere: wakes the waiters, if any. Any thread,
-     * any lock held. A release by the retrying waiter itself (the parts of a
+     * any lock held. A release by a retrying waiter itself (the parts of a
      * payload it took and gave back, idle memory it reclaimed) wakes nobody:
-     * it would only make that waiter retry at once, again and again.
+     * it would only make that waiter retry at once, again and again, and
+     * leaves the pool as that waiter's try found it.
      */
     void released() {
-        if (waiters != 0 && Thread.currentThread() != retrying) {
+        if (waiters != 0 && !retrying.contains(Thread.currentThread())) {
             releases.incrementAndGet();
             lock.lock();
             try {
@@ -200,9 +207,13 @@ final class MemoryLimit {
         }
     }
 
-    /** Marks {@code thread} as the waiter whose turn it is (null: none). */
-    void retrying(Thread thread) {
-        retrying = thread;
+    /** Marks the calling thread as a waiter whose turn it is and that retries ({@code true}), or unmarks it. */
+    void retrying(boolean retries) {
+        if (retries) {
+            retrying.add(Thread.currentThread());
+        } else {
+            retrying.remove(Thread.currentThread());
+        }
     }
 
     /** The count of releases so far; a waiter reads it before retrying, then waits for it to change. */

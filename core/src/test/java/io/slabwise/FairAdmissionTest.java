@@ -2,6 +2,8 @@ package io.slabwise;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -208,5 +210,39 @@ class FairAdmissionTest {
         assertTrue(e.getMessage().contains("the wait timeout is zero"), e.getMessage());
         assertEquals(0, pool.waitingAllocations());
         pool.free(held);
+    }
+
+    /**
+     * The heads of the ceiling's line and of a quota's line retry at once:
+     * what either gives back of its own try (a payload's parts, idle memory
+     * it reclaimed) wakes nobody, which would only make it retry at once,
+     * again and again, while anyone else's release counts, for as long as
+     * each of them is retrying.
+     */
+    @Test
+    void theOwnReleasesOfEveryRetryingHeadWakeNobody() throws Exception {
+        MemoryLimit limit = new MemoryLimit(MIB);
+        long ticket = limit.enqueue(limit.ceilingQueue); // someone waits: releases count
+        ExecutorService a = Executors.newSingleThreadExecutor();
+        ExecutorService b = Executors.newSingleThreadExecutor();
+        try {
+            a.submit(() -> limit.retrying(true)).get();
+            b.submit(() -> limit.retrying(true)).get();
+            long before = limit.releaseCount();
+            a.submit(limit::released).get();
+            b.submit(limit::released).get();
+            assertEquals(before, limit.releaseCount(), "the retrying heads' own releases");
+            limit.released();
+            assertEquals(before + 1, limit.releaseCount(), "anyone else's");
+            b.submit(() -> limit.retrying(false)).get();
+            a.submit(limit::released).get();
+            assertEquals(before + 1, limit.releaseCount(), "a head still retrying, after the other stopped");
+            b.submit(limit::released).get();
+            assertEquals(before + 2, limit.releaseCount(), "a head that stopped retrying");
+        } finally {
+            a.shutdownNow();
+            b.shutdownNow();
+            limit.dequeue(limit.ceilingQueue, ticket);
+        }
     }
 }
