@@ -212,12 +212,15 @@ public final class BlockPool {
                             minis - i, taken);
                 }
             } catch (RuntimeException | Error e) {
-                taken.forEach(chunks::free);
+                taken.forEach(BlockPool.this::untake);
                 throw e;
             }
             if (result != DONE) {
-                taken.forEach(chunks::free);
+                taken.forEach(BlockPool.this::untake); // never handed out: neither an allocation nor a release
                 return result;
+            }
+            for (Allocation part : taken) {
+                count(part);
             }
             parts = taken;
             return DONE;
@@ -237,8 +240,13 @@ public final class BlockPool {
     public boolean allocateBlock(Allocation out) {
         admission.checkOpen();
         MemoryPool.checkNotLive(out);
-        return admission.admit((c, size, o) -> trySlot(blocks, blocks.slotSize, 1, callerStripe(), o), category,
-                blocks.slotSize, out);
+        return admission.admit((c, size, o) -> {
+            int result = trySlot(blocks, blocks.slotSize, 1, callerStripe(), o);
+            if (result == Attempt.DONE) {
+                count(o);
+            }
+            return result;
+        }, category, blocks.slotSize, out);
     }
 
     /** The index of the stripes the calling thread takes slots from: chosen by its id, so threads rarely share one. */
@@ -246,6 +254,10 @@ public final class BlockPool {
         return (int) (Thread.currentThread().getId() % blocks.stripes.length);
     }
 
+    /**
+     * Takes a slot into {@code out} within the category's quota, not counted
+     * yet: {@link #count} once the request is whole, or {@link #untake}.
+     */
     private int trySlot(SlotSize slots, int requested, int want, int stripe, Allocation out) {
         if (!category.admit(slots.slotSize)) {
             return Attempt.QUOTA;
@@ -260,6 +272,22 @@ public final class BlockPool {
             category.release(slots.slotSize);
             throw e;
         }
+    }
+
+    /** Counts a slot taken by {@link #trySlot} as an allocation of the calling thread. */
+    private void count(Allocation slot) {
+        chunks.countCarved(category, slot.requested, slot.reserved, slot);
+    }
+
+    /**
+     * Gives back a slot taken by {@link #trySlot} and never counted, of a
+     * payload refused part-way: its region and quota are as before the take,
+     * so nobody waiting is woken.
+     */
+    private void untake(Allocation slot) {
+        releaser.release(slot);
+        category.release(slot.reserved);
+        slot.clear();
     }
 
     /** Takes a released slot back into its region, from any thread. */
@@ -441,12 +469,11 @@ public final class BlockPool {
 
         /**
          * Takes a slot of stripe {@code stripe} as a buffer's memory of
-         * {@code requested} bytes, accounted to the pool's category.
+         * {@code requested} bytes in the pool's category, not counted yet (see {@link #trySlot}).
          */
         void take(int requested, int want, int stripe, Allocation out) {
             takeSlot(want, stripe, out, category, requested, slotSize);
             out.releaser = releaser;
-            chunks.countCarved(category, requested, slotSize, out);
         }
 
         /** Takes a slot of this size, of stripe {@code stripe}, as the region of a child size: not accounted, not a buffer. */

@@ -1003,4 +1003,31 @@ class BlockPoolTest {
             parts.forEach(pool::free);
         }
     }
+
+    /**
+     * A payload refused part-way (its first two blocks taken, the third over
+     * the quota) was never handed out: the category counts no allocation and
+     * no release for it, its quota is as before, and the blocks it took are
+     * idle, ready for the next payload.
+     */
+    @Test
+    void aPayloadRefusedPartWayCountsNothing() {
+        MemoryPool quotaPool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).quota("block_cache", 2L * BLOCK)
+                .limitPolicy(LimitPolicy.RETURN_NULL).chunkSource(ChunkSource.direct()).build());
+        BlockPool quotaBlocks = quotaPool.blocks("block_cache");
+        assertNull(quotaBlocks.allocate(3 * BLOCK));
+        CategoryStats refused = quotaPool.stats().category("block_cache");
+        assertEquals(0, refused.reserved(), refused.toString());
+        assertEquals(0, refused.allocations(), "a refused payload is no allocation: " + refused);
+        assertEquals(0, refused.releases(), "nor a release: " + refused);
+        assertEquals(2, quotaBlocks.stats().idleBlocks(), "the blocks it took are idle");
+        List<Allocation> fits = quotaBlocks.allocate(2 * BLOCK);
+        assertEquals(2, fits.size(), "the whole quota is still there");
+        CategoryStats served = quotaPool.stats().category("block_cache");
+        assertEquals(2, served.allocations(), served.toString());
+        fits.forEach(quotaPool::free);
+        assertEquals(2, quotaPool.stats().category("block_cache").releases());
+        quotaPool.close();
+        assertEquals(0, quotaPool.committedBytes());
+    }
 }
