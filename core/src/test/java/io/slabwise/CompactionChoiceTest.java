@@ -24,8 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * whose use changes between the choice and the marking, and moves that land
  * in the arena (block pool stripe) whose room was counted for them.
  *
- * <p>The disabled tests show defects of the choice; each says what it
- * expects and what happens instead.
+ * <p>Where a test names what a wrong choice would show, it is what the test
+ * saw before the choice was mended.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CompactionChoiceTest {
@@ -120,7 +120,7 @@ class CompactionChoiceTest {
             }
             CompactionStats all = pool.compactionTotals();
             assertEquals(committed, pool.committedBytes());
-            // today: every compaction reports a chunk freed (1 MiB) and 8 entries moved, and committed never changes
+            // a wrong choice shows as a chunk freed (1 MiB) and 8 entries moved by every compaction, committed never changing
             assertEquals(0, first.movedEntries(), first::toString);
             assertEquals(0, all.movedEntries(), all::toString);
             owner.freeAll();
@@ -150,7 +150,7 @@ class CompactionChoiceTest {
             CompactionStats first = pool.compact();
             CompactionStats second = pool.compact();
             assertEquals(1, blocks.stats().blocks());
-            // today: each reports its block freed and both payloads moved; the block count stays 1
+            // a wrong choice shows as its block freed and both payloads moved by each, the block count staying 1
             assertEquals(0, first.movedEntries() + second.movedEntries(), () -> first + " / " + second);
             kept.forEach(parts -> parts.forEach(pool::free));
         }
@@ -357,7 +357,7 @@ class CompactionChoiceTest {
                 }
             }
             CompactionStats first = pool.compact();
-            // today: one chunk is chosen and emptied into the other (8 moved); the next compaction empties that one
+            // a wrong choice shows as one chunk emptied into the other (8 moved), the next compaction emptying that one
             assertEquals(2, first.chunksEvacuated(), first::toString);
             assertEquals(16, first.movedEntries(), first::toString);
             owner.freeAll();

@@ -24,9 +24,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * entry, payload parts that are not a payload, a relocator removed, a
  * closed pool. Whatever happens, no chunk stays marked and no byte stays
  * accounted that nothing holds.
- *
- * <p>The disabled tests show defects; each says what it expects and what
- * happens instead.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CompactionFailureTest {

@@ -166,9 +166,9 @@ class CompactionRaceTest {
                 pool.free(held.allocation());
             }
             assertTrue(compactions > 0 && owner.moved > 0, "compactions " + compactions + ", moved " + owner.moved);
-            // where copies land is not checked here: about one run in 80, a chunk chosen as sparse is lent whole to
-            // the sequential allocator before it is marked, and a slice's copy lands in it (forced, and shown, by the
-            // disabled CompactionChoiceTest.aChunkLentWholeAfterTheChoiceIsNotMarked)
+            // where copies land is not checked here: a chunk chosen as sparse and lent whole to the sequential
+            // allocator before it is marked (about one run in 80) is the case CompactionChoiceTest
+            // .aChunkLentWholeAfterTheChoiceIsNotMarked forces
             assertEquals(1, owner.mostInside.get());
             owner.check();
             owner.freeAll();
