@@ -135,18 +135,7 @@ class CompactionChoiceTest {
             List<List<Allocation>> kept = new ArrayList<>();
             kept.add(blocks.allocate(100_000));
             kept.add(blocks.allocate(100_000));
-            pool.setRelocator("blocks", evacuation -> {
-                for (int i = 0; i < kept.size(); i++) {
-                    List<Allocation> parts = kept.get(i);
-                    if (parts.stream().anyMatch(evacuation::contains)) {
-                        List<Allocation> moved = evacuation.movePayload(parts);
-                        if (moved != null) {
-                            kept.set(i, moved);
-                            parts.forEach(pool::free);
-                        }
-                    }
-                }
-            });
+            pool.setRelocator("blocks", payloadMover(pool, kept));
             CompactionStats first = pool.compact();
             CompactionStats second = pool.compact();
             assertEquals(1, blocks.stats().blocks());
@@ -239,18 +228,7 @@ class CompactionChoiceTest {
                     MovingOwner.fill(part, i);
                 }
             }
-            pool.setRelocator("blocks", evacuation -> {
-                for (int i = 0; i < kept.size(); i++) {
-                    List<Allocation> parts = kept.get(i);
-                    if (parts.stream().anyMatch(evacuation::contains)) {
-                        List<Allocation> moved = evacuation.movePayload(parts);
-                        if (moved != null) {
-                            kept.set(i, moved);
-                            parts.forEach(pool::free);
-                        }
-                    }
-                }
-            });
+            pool.setRelocator("blocks", payloadMover(pool, kept));
             pool.trim();
             long committed = pool.committedBytes();
 
@@ -426,5 +404,21 @@ class CompactionChoiceTest {
             assertFalse(slice.chunk.evacuating, "the sequential allocator's open chunk");
             owner.freeAll();
         }
+    }
+
+    /** The owner of block pool payloads: moves every payload with a part in a block being emptied. */
+    private static Relocator payloadMover(MemoryPool pool, List<List<Allocation>> kept) {
+        return evacuation -> {
+            for (int i = 0; i < kept.size(); i++) {
+                List<Allocation> parts = kept.get(i);
+                if (parts.stream().anyMatch(evacuation::contains)) {
+                    List<Allocation> moved = evacuation.movePayload(parts);
+                    if (moved != null) {
+                        kept.set(i, moved);
+                        parts.forEach(pool::free);
+                    }
+                }
+            }
+        };
     }
 }

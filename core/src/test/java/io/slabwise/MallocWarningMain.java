@@ -15,17 +15,7 @@ public final class MallocWarningMain {
     public static void main(String[] args) {
         PoolConfig.Builder config = PoolConfig.builder();
         if (args[0].equals("own")) {
-            config.chunkSource(new ChunkSource() {
-                @Override
-                public NativeRegion allocate(int size) {
-                    return ChunkSource.direct().allocate(size);
-                }
-
-                @Override
-                public void release(NativeRegion region) {
-                    ChunkSource.direct().release(region);
-                }
-            });
+            config.chunkSource(PoolMemory.chunkByChunk()); // a source of the caller's own
         }
         try (MemoryPool pool = new MemoryPool(config.build())) {
             Allocation a = new Allocation();
