@@ -200,14 +200,17 @@ public final class PoolStats {
     /**
      * Bytes released by buffers and sitting in thread caches or remote-free
      * queues for reuse: what the arenas handed out, less live buffers and less
-     * the chunks held by sequential allocators and block pools.
+     * the chunks held by sequential allocators (block pools' regions come
+     * from no arena).
      */
     public long cachedBytes() {
         long used = 0;
         for (ArenaSnapshot a : arenas) {
             used += a.usedBytes();
         }
-        return Math.max(0, used - (reserved - hugeCommitted) - carvedFree);
+        // carvedFree is what the whole chunks and the block regions hold beyond their live slots; the arenas
+        // handed out the chunks, not the block regions, whose bytes are added back
+        return Math.max(0, used - (reserved - hugeCommitted) - carvedFree + blockRegionBytes);
     }
 
     /** The arenas as they stood; for tests. */
