@@ -407,12 +407,12 @@ final class ThreadCache {
         if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
         } else if (sizeIndex < 0 || sizeIndex >= cachedClasses || !stack(sizeIndex).pushOrFlush(arena, chunk, handle)) {
-            if (largeChunk == null && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
+            if (largeChunk == null && !largeKeptFilled && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
                 largeChunk = chunk;
                 largeHandle = handle;
                 largeSizeIndex = sizeIndex;
             } else {
-                arena.free(chunk, handle); // a stack filled by kept holders, a taken large slot, or a size neither keeps
+                arena.free(chunk, handle); // a stack filled by kept holders, a taken large slot (in either form), or a size neither keeps
             }
         }
         if (++operationsSinceSweep >= SWEEP_INTERVAL) {
@@ -609,7 +609,8 @@ final class ThreadCache {
      * Owner thread.
      */
     boolean keepDedicated(Chunk chunk) {
-        if (shared || dedicatedSlot != null || flushRequested || !slotTakes(chunk)) {
+        // one region per slot, in either form: not beside a holder kept filled there
+        if (shared || dedicatedSlot != null || dedicatedKeptFilled || flushRequested || !slotTakes(chunk)) {
             return false;
         }
         dedicatedSlot = chunk;

@@ -53,4 +53,44 @@ class LargeSlotTest {
         pool.trim();
         assertEquals(0, pool.committedBytes());
     }
+
+    /**
+     * The slot holds one run, in either form: a holder kept filled there (a
+     * stashed allocation released on its thread) leaves no room for a plain
+     * allocation's run released after it, which goes back to the arena.
+     */
+    @Test
+    void aHolderKeptFilledInTheSlotLeavesNoRoomForAnotherRun() {
+        Allocation stashed = pool.allocateStashed(pool.defaultCategory(), 600 * 1024, false);
+        Allocation plain = new Allocation();
+        pool.allocate(600 * 1024, plain);
+        pool.free(stashed); // kept filled in the slot
+        pool.free(plain);
+        assertEquals(stashed.reservedBytes(), pool.stats().cachedBytes(), "one run in the slot");
+        pool.trim();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
+     * The same for the dedicated slot: a holder of a dedicated region kept
+     * filled there leaves no room for a plain allocation's region, which goes
+     * to the pool's idle regions; no region parked in a slot is taken for a
+     * live allocation.
+     */
+    @Test
+    void aHolderKeptFilledInTheDedicatedSlotLeavesNoRoomForAnotherRegion() {
+        MemoryPool dedicated = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).build()); // dedicated above 128 KiB
+        Allocation stashed = dedicated.allocateStashed(dedicated.defaultCategory(), 200_000, false);
+        Allocation plain = new Allocation();
+        dedicated.allocate(200_000, plain);
+        assertEquals(2, dedicated.stats().hugeAllocations());
+        dedicated.free(stashed); // kept filled in the slot
+        dedicated.free(plain);
+        PoolStats stats = dedicated.stats();
+        assertEquals(0, stats.hugeAllocations(), stats::report);
+        assertEquals(0, stats.hugeCommittedBytes(), stats::report);
+        assertEquals(2L * stashed.reservedBytes(), stats.hugeIdleBytes(), "one in the slot, one idle: " + stats.report());
+        dedicated.close();
+        assertEquals(0, dedicated.committedBytes());
+    }
 }
