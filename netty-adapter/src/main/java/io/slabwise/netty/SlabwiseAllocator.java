@@ -99,7 +99,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         if (buf == null) {
             throw pool.limitException(general.category(), initialCapacity);
         }
-        return toLeakAwareBuffer(buf);
+        return tracked(buf);
     }
 
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
@@ -121,7 +121,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         validate(initialCapacity, maxCapacity);
         SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(this, pool, defaultSource, initialCapacity,
                 maxCapacity, recycleBuffers, nativeAccess, true);
-        return buf == null ? null : toLeakAwareBuffer(buf);
+        return buf == null ? null : tracked(buf);
     }
 
     /** {@link #tryDirectBuffer(int, int)} with no limit on growth. */
@@ -152,6 +152,20 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     /** Whether this allocator's buffers use native loads and stores and report a memory address. */
     boolean nativeAccess() {
         return nativeAccess;
+    }
+
+    /**
+     * Hands a new general-pool buffer to the leak detector. One it chooses to
+     * track is not recycled: its holder, which a thread's cache keeps
+     * reachable, must not keep it reachable too, or a leaked buffer would
+     * never be collected and reported.
+     */
+    private static ByteBuf tracked(SlabwiseDirectByteBuf buf) {
+        ByteBuf aware = toLeakAwareBuffer(buf);
+        if (aware != buf) {
+            buf.stopRecycling();
+        }
+        return aware;
     }
 
     /** Tracks a buffer with the leak detector; for buffers made outside the allocation paths (relocated copies). */
@@ -368,7 +382,8 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
          * arena's virtual threads share, and the next virtual thread there may
          * take it, as Netty's adaptive allocator reuses its buffer objects
          * across virtual threads. Buffers of sequential allocators and block
-         * pools are not recycled.
+         * pools are not recycled, nor are those Netty's leak detector tracks
+         * (all of them at its paranoid level), so a leaked one is reported.
          */
         public Builder recycleBuffers(boolean recycle) {
             this.recycleBuffers = recycle;

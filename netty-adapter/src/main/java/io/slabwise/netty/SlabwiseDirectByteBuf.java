@@ -335,6 +335,17 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     }
 
     /**
+     * Makes a recycled buffer an ordinary one: detached from its holder, it
+     * is not reused after release (the holder is, with a new object). For a
+     * buffer the leak detector tracks; nothing for one that is not recycled.
+     */
+    void stopRecycling() {
+        if (isRecycled()) {
+            EngineAccess.attach(allocation, null);
+        }
+    }
+
+    /**
      * Whether this object is reused after release: it is its holder's
      * attachment, stays with it, and serves the next allocation that takes
      * that holder from the thread's stash. Only a recycling allocator
