@@ -639,7 +639,12 @@ public final class MemoryPool implements AutoCloseable {
     /**
      * Gives memory back. {@code allocation} is cleared and may be reused; a
      * holder from a thread's stash ({@link #allocateStashed}) freed on the
-     * thread that allocated it goes back to that stash.
+     * thread that allocated it goes back to that stash. A holder is freed by
+     * one thread at a time, like any use of it (see {@link Allocation}): a
+     * second free after the first is refused, but two racing frees of one
+     * holder are not detected and may hand its memory to two buffers. The
+     * Netty adapter's buffers serialise their releases through their
+     * reference count, so a double release there always throws.
      *
      * @throws IllegalStateException when it holds no live memory (a double free)
      */
