@@ -62,7 +62,7 @@ public class LimitWaitTest {
     public void waiter(III_Result r) {
         long deadline = System.nanoTime() + DEADLINE_NANOS;
         ticket = limit.enqueue(limit.ceilingQueue);
-        limit.retrying(Thread.currentThread());
+        limit.retrying(true);
         int waits = 0;
         int slowWaits = 0;
         try {
@@ -84,6 +84,8 @@ public class LimitWaitTest {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } finally {
+            limit.retrying(false);
         }
         r.r2 = waits;
         r.r3 = slowWaits;
@@ -98,7 +100,6 @@ public class LimitWaitTest {
     /** Takes the waiter out of the queue. */
     @Arbiter
     public void settle() {
-        limit.retrying(null);
         limit.dequeue(limit.ceilingQueue, ticket);
     }
 }

@@ -54,9 +54,10 @@ public class LimitWakeUpTest {
     @Actor
     public void waiter(II_Result r) {
         ticket = limit.enqueue(limit.ceilingQueue);
-        limit.retrying(Thread.currentThread());
+        limit.retrying(true); // marks this thread only: the releaser's releases count whatever it does after
         seen = limit.releaseCount();
         r.r1 = limit.tryCommit(TestPools.CHUNK_SIZE) ? 1 : 0;
+        limit.retrying(false);
     }
 
     /** Gives the chunk's bytes back, which wakes waiters if it sees any. */
@@ -69,7 +70,6 @@ public class LimitWakeUpTest {
     @Arbiter
     public void settle(II_Result r) {
         r.r2 = limit.releaseCount() != seen ? 1 : 0;
-        limit.retrying(null);
         limit.dequeue(limit.ceilingQueue, ticket);
     }
 }
