@@ -361,7 +361,11 @@ final class ThreadCache {
         if (arena.grew) {
             arena.grew = false;
             caches.tryReclaimDead();
-            moveIfCrowded();
+            if (shared) {
+                caches.countArenasInUse(); // virtual threads choose among the arenas in use
+            } else {
+                moveIfCrowded();
+            }
         }
     }
 

@@ -112,8 +112,9 @@ final class ThreadCaches {
             return mapped; // the common case: one array read
         }
         if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
-            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id
-            return shared[(int) ((thread.getId() & Long.MAX_VALUE) % shared.length)];
+            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id among
+            // the arenas in use, so that a small pool commits the chunks of one arena, as for platform threads
+            return shared[(int) ((thread.getId() & Long.MAX_VALUE) % arenasInUse)];
         }
         WeakReference<ThreadCache> ref = caches.get();
         ThreadCache cache = ref != null ? ref.get() : null;
@@ -205,6 +206,19 @@ final class ThreadCaches {
     /** Requests above this many bytes get a region of their own (see {@link MemoryPool}). */
     int dedicatedAbove() {
         return dedicatedAbove;
+    }
+
+    /**
+     * Takes another arena into use if the arenas now hold enough (see
+     * {@link #arenasInUse}); for a shared cache whose arena grew, since
+     * virtual threads are never bound.
+     */
+    void countArenasInUse() {
+        if (arenasInUse < arenas.length) {
+            synchronized (registryLock) {
+                leastBoundInUse();
+            }
+        }
     }
 
     /** The arena in use with the fewest bound threads, the first of them on a tie; under {@link #registryLock}. */

@@ -175,6 +175,44 @@ class ThreadBindingTest {
     }
 
     /**
+     * Virtual threads choose their shared cache among the arenas in use: 64
+     * of them holding 1 KiB each at once in a pool of 16 arenas, far below
+     * {@link PoolConfig#arenaSpreadBytes()}, commit the first chunk of one
+     * arena, as platform threads do, not a chunk in every arena.
+     */
+    @Test
+    void virtualThreadsOfASmallPoolShareTheFirstArena() throws Exception {
+        assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(16).chunkSize(4 << 20)
+                .chunkSource(PoolMemory.chunkByChunk()).build());
+        int threads = 64;
+        CyclicBarrier allHold = new CyclicBarrier(threads + 1);
+        CountDownLatch measured = new CountDownLatch(1);
+        onVirtualThreads(virtual -> {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                futures.add(virtual.submit(() -> {
+                    Allocation a = new Allocation();
+                    pool.allocate(1024, a);
+                    allHold.await(30, TimeUnit.SECONDS);
+                    measured.await(30, TimeUnit.SECONDS);
+                    pool.free(a);
+                    return null;
+                }));
+            }
+            allHold.await(30, TimeUnit.SECONDS);
+            assertEquals(pool.config().firstChunkSize(), pool.committedBytes(), pool.stats()::report);
+            measured.countDown();
+            for (Future<?> future : futures) {
+                future.get();
+            }
+        });
+        assertEquals(0, pool.requestedBytes());
+        pool.close();
+        assertEquals(0, pool.committedBytes());
+    }
+
+    /**
      * The two ways a shared cache counts, forced: while the test holds the
      * cache's lock, virtual threads allocate past it and count with atomic
      * adds; the releases made later hold the lock and count with plain
