@@ -14,14 +14,20 @@ java_major() {
   "$java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}'
 }
 
+# jar_entry JAR NAME: prints an entry of a jar (python3's zipfile: the scripts need python3 anyway, and a
+# missing unzip must not silently drop a column); fails when the jar has no such entry.
+jar_entry() {
+  python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' "$1" "$2"
+}
+
 # The Netty version the jar was built with.
 netty_version() {
-  unzip -p "$jar" META-INF/maven/io.netty/netty-buffer/pom.properties 2>/dev/null | awk -F= '$1 == "version" {print $2}'
+  jar_entry "$jar" META-INF/maven/io.netty/netty-buffer/pom.properties | awk -F= '$1 == "version" {print $2}'
 }
 
 # The name of the AllocatorKind that is Slabwise with recycleBuffers(true), if the jar has one, else nothing.
 recycle_kind() {
-  unzip -p "$jar" io/slabwise/benchmarks/AllocatorKind.class 2>/dev/null \
+  jar_entry "$jar" io/slabwise/benchmarks/AllocatorKind.class \
       | grep -a -o 'slabwise[A-Za-z_]*[Rr]ecycle[A-Za-z_]*' | head -1 || true
 }
 

@@ -13,7 +13,8 @@ mvn -B -q -pl benchmarks -am package -DskipTests "$@" >&2
 jar=benchmarks/target/benchmarks.jar
 if [[ -n "${JAVA_HOME:-}" ]]; then java="$JAVA_HOME/bin/java"; else java=java; fi
 major=$("$java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}')
-netty=$(unzip -p "$jar" META-INF/maven/io.netty/netty-buffer/pom.properties | awk -F= '$1 == "version" {print $2}')
+netty=$(python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    "$jar" META-INF/maven/io.netty/netty-buffer/pom.properties | awk -F= '$1 == "version" {print $2}')
 copy=benchmarks/target/benchmarks-jdk$major-netty-$netty.jar
 cp "$jar" "$copy"
 echo "$copy"

@@ -29,7 +29,9 @@ command -v wrk > /dev/null || { echo "wrk is missing (Debian: apt-get install wr
 work=$(mktemp -d)
 server=""
 trap '[[ -n $server ]] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
-opts="-Xmx512m -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED ${JAVA_OPTS:-}"
+# more than 512 MiB of heap: at 512 MiB or less Netty's adaptive allocator runs in its low-memory mode (one
+# stripe, no magazines of a thread's own, large buffers from a fresh chunk each)
+opts="-Xmx1g -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED ${JAVA_OPTS:-}"
 
 describe_stack
 echo "server options: $opts"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tail-latency table: io.slabwise.benchmarks.TailLatencyBenchmark times allocate+release of one 1 KiB
 # direct buffer one operation at a time (System.nanoTime before and after each) on a plain platform
-# thread, for Slabwise (defaults, and recycleBuffers(true) when the jar has that AllocatorKind) and
+# thread (THREAD=plain, the default) or a Netty FastThreadLocalThread (THREAD=netty: an event loop's kind,
+# where Netty's adaptive allocator gives the thread magazines of its own), for Slabwise (defaults, and recycleBuffers(true) when the jar has that AllocatorKind) and
 # Netty's pooled and adaptive allocators, each in a fresh JVM (-Xmx1g, the JVM's default G1, Netty leak
 # detection off), rounds interleaving the allocators so a slow spell of the shared machine does not fall
 # on one of them only. Prints every run's line, then a markdown table of the median over the rounds of
@@ -13,7 +14,8 @@
 #   default 10) at 1024 bytes;
 #   about 10 s per JVM, 2 minutes in all. For a smoke run: benchmarks/run-tail-latency.sh 1 300000
 # Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); ALLOCATORS; LEAK_DETECTION (default disabled);
-#   WARMUP_ROUNDS (default 10; 150 lets a garbage-making allocator's heap settle before the timed loop).
+#   WARMUP_ROUNDS (default 10; 150 lets a garbage-making allocator's heap settle before the timed loop);
+#   THREAD (plain or netty, default plain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=benchmarks/bench-common.sh
@@ -24,19 +26,20 @@ size=${3:-1024}
 allocators=${ALLOCATORS:-$(default_allocators)}
 leak=${LEAK_DETECTION:-disabled}
 warmup_rounds=${WARMUP_ROUNDS:-10}
+thread=${THREAD:-plain}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 opts="-Xmx1g -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED -Dio.netty.leakDetection.level=$leak ${JAVA_OPTS:-}"
 
 describe_stack
 echo "options: $opts"
-echo "rounds=$rounds operations=$ops (after $warmup_rounds x 200000 warm-up) size=$size allocators: $allocators"
+echo "rounds=$rounds operations=$ops (after $warmup_rounds x 200000 warm-up) size=$size thread=$thread allocators: $allocators"
 for round in $(seq 1 "$rounds"); do
   for allocator in $allocators; do
     load=$(load1)
     # shellcheck disable=SC2086 # opts is a list of options
     "$java" $opts -cp "$jar" io.slabwise.benchmarks.TailLatencyBenchmark \
-        --allocator "$allocator" --size "$size" --ops "$ops" --warmup-rounds "$warmup_rounds" > "$work/out" 2> "$work/err" \
+        --allocator "$allocator" --size "$size" --ops "$ops" --warmup-rounds "$warmup_rounds" --thread "$thread" > "$work/out" 2> "$work/err" \
         || { echo "round $round $allocator failed:" >&2; cat "$work/err" >&2; exit 1; }
     sed "s/^/[$allocator] /" "$work/err" >> "$work/stderr"
     grep '^figures=' "$work/out" | sed "s/^/round=$round load=$load /" >> "$work/results"
@@ -45,7 +48,7 @@ for round in $(seq 1 "$rounds"); do
 done
 echo "finished at load $(load1)"
 echo
-echo "allocate+release of $size B, one at a time on a plain thread: median over $rounds rounds, ns (timer row: nanoTime's own cost)"
+echo "allocate+release of $size B, one at a time on a $thread thread: median over $rounds rounds, ns (timer row: nanoTime's own cost)"
 echo
 ALLOCATORS_ORDER="$allocators" python3 - "$work/results" <<'PYTHON'
 import os, statistics, sys

@@ -30,7 +30,8 @@ results=$work/results
 touch "$results"
 
 echo "java: $("$java" -version 2>&1 | head -1) ($java)"
-echo "options: -Xmx256m --enable-native-access=ALL-UNNAMED -Dslabwise.noGlibcWarning=true ${JAVA_OPTS:-}"
+# more than 512 MiB of heap: at 512 MiB or less Netty's adaptive allocator runs in its low-memory mode
+echo "options: -Xmx1g --enable-native-access=ALL-UNNAMED -Dslabwise.noGlibcWarning=true ${JAVA_OPTS:-}"
 echo "jar: $jar"
 echo "rounds=$rounds virtual threads=$virtual_threads platform threads=$platform_threads"
 skipped=""
@@ -42,7 +43,7 @@ for round in $(seq 1 "$rounds"); do
       out=$work/out err=$work/err
       rc=0
       # shellcheck disable=SC2086 # JAVA_OPTS is a list of options
-      timeout 900 "$java" -Xmx256m --enable-native-access=ALL-UNNAMED -Dslabwise.noGlibcWarning=true ${JAVA_OPTS:-} \
+      timeout 900 "$java" -Xmx1g --enable-native-access=ALL-UNNAMED -Dslabwise.noGlibcWarning=true ${JAVA_OPTS:-} \
           -cp "$jar" io.slabwise.benchmarks.threads.ThreadChurnBenchmark \
           --allocator "$allocator" --scenario "$scenario" --threads "$threads" > "$out" 2> "$err" || rc=$?
       sed "s/^/[$allocator $scenario] /" "$err" >> "$work/stderr"

@@ -3,20 +3,25 @@ package io.slabwise.benchmarks;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.ResourceLeakDetector;
+import io.netty.util.concurrent.FastThreadLocalThread;
 
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The latency distribution of allocate+release, every operation timed on its
  * own: the tail that an average hides (a young-GC pause or a slow refill of a
  * thread cache falls on one operation in many).
  *
- * <p>On the calling thread, a plain platform thread, the program allocates and
- * releases one direct buffer at a time, reading {@link System#nanoTime()}
+ * <p>On one thread, a plain platform thread ({@code --thread plain}, the
+ * default) or a Netty {@code FastThreadLocalThread} ({@code --thread netty}, as
+ * an event loop is: Netty's adaptive allocator gives only such threads
+ * magazines of their own, and its pooled allocator takes a faster path there),
+ * the program allocates and releases one direct buffer at a time, reading {@link System#nanoTime()}
  * before and after each, and keeps every duration; after {@code --ops}
  * operations it sorts them and prints p50, p90, p99, p99.9, p99.99 and the
  * maximum. Before that the same loop runs {@code --warmup-rounds} times of
@@ -40,7 +45,8 @@ import java.util.Set;
  */
 public final class TailLatencyBenchmark {
 
-    private static final double[] PERCENTILES = {50, 90, 99, 99.9, 99.99};
+    /** The percentiles, in thousandths of a percent: whole numbers, so that a rank is exact. */
+    private static final long[] PERCENTILES = {50_000, 90_000, 99_000, 99_900, 99_990};
     private static final String[] NAMES = {"p50", "p90", "p99", "p99.9", "p99.99"};
 
     private TailLatencyBenchmark() {
@@ -49,12 +55,39 @@ public final class TailLatencyBenchmark {
     /** See the class comment; {@code --help} lists the options. */
     public static void main(String[] args) {
         Map<String, String> options = CommandLine.parse(args,
-                Set.of("allocator", "size", "ops", "warmup-ops", "warmup-rounds"), Set.of("help"));
+                Set.of("allocator", "size", "ops", "warmup-ops", "warmup-rounds", "thread"), Set.of("help"));
         if (options.containsKey("help")) {
             System.out.println("options: --allocator slabwise|slabwise_recycle|pooled|adaptive|unpooled [--size 1024]"
-                    + " [--ops 3000000] [--warmup-ops 200000] [--warmup-rounds 10]");
+                    + " [--ops 3000000] [--warmup-ops 200000] [--warmup-rounds 10] [--thread plain|netty]");
             return;
         }
+        String thread = options.getOrDefault("thread", "plain");
+        if (!thread.equals("plain") && !thread.equals("netty")) {
+            throw new IllegalArgumentException("--thread must be plain or netty: " + thread);
+        }
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Runnable measure = () -> {
+            try {
+                measure(options, thread);
+            } catch (Throwable t) {
+                failure.set(t);
+            }
+        };
+        Thread runner = thread.equals("netty") ? new FastThreadLocalThread(measure, "tail-latency") : new Thread(measure, "tail-latency");
+        runner.start();
+        try {
+            runner.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("the measurement failed", failure.get());
+        }
+    }
+
+    /** The warm-up and the measured loop, on the calling thread; prints the figures. */
+    private static void measure(Map<String, String> options, String thread) {
         String kind = options.getOrDefault("allocator", "slabwise");
         int size = Integer.parseInt(options.getOrDefault("size", "1024"));
         int ops = Integer.parseInt(options.getOrDefault("ops", "3000000"));
@@ -83,7 +116,7 @@ public final class TailLatencyBenchmark {
         long collections = collections() - collectionsBefore;
         long collectionMillis = collectionMillis() - collectionMillisBefore;
 
-        String common = "allocator=" + kind + " size=" + size + " ops=" + ops;
+        String common = "allocator=" + kind + " size=" + size + " ops=" + ops + " thread=" + thread;
         System.out.println("java=" + System.getProperty("java.version") + " leakDetection=" + ResourceLeakDetector.getLevel()
                 + " gc=" + collectorNames() + " checksum=" + sum);
         System.out.println("figures=timer " + common + " " + percentiles(timer));
@@ -118,7 +151,8 @@ public final class TailLatencyBenchmark {
         Arrays.sort(durations);
         StringBuilder line = new StringBuilder();
         for (int i = 0; i < PERCENTILES.length; i++) {
-            int rank = (int) Math.ceil(PERCENTILES[i] / 100 * durations.length);
+            // the nearest rank, ceil(p * n): p99.9 of 3,000,000 is the 2,997,000th duration
+            int rank = (int) ((PERCENTILES[i] * durations.length + 99_999) / 100_000);
             line.append(NAMES[i]).append('=').append(durations[Math.max(0, rank - 1)]).append(' ');
         }
         return line.append("max=").append(durations[durations.length - 1]).toString();
