@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.GatheringByteChannel;
 import java.nio.channels.ScatteringByteChannel;
@@ -386,16 +387,27 @@ abstract class SlabwiseDerivedByteBuf extends AbstractByteBuf {
         return parent.setBytes(idx(index), in, length);
     }
 
+    // a new view for each read from a channel, not the parent's reused one: two slices of one buffer may be
+    // filled from channels on two threads at once
+
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        return parent.setBytes(idx(index), in, length);
+        try {
+            return in.read(parent.view(idx(index), length));
+        } catch (ClosedChannelException ignored) {
+            return -1;
+        }
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
-        return parent.setBytes(idx(index), in, position, length);
+        try {
+            return in.read(parent.view(idx(index), length), position);
+        } catch (ClosedChannelException ignored) {
+            return -1;
+        }
     }
 
     @Override
