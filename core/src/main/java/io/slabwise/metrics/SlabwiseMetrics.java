@@ -54,9 +54,11 @@ import java.util.function.ToLongFunction;
  * The pool is held weakly: binding does not keep it alive, and once it is
  * collected every gauge and the allocation counters read NaN, while the limit
  * counters and timers keep their last counts (counts never go back). The
- * registry holds this binder strongly through the gauges (the binder, not the
- * pool, is what its meters observe; function counters and timers hold it
- * weakly, and the gauges keep it), so the binder needs no other reference.
+ * registry holds this binder strongly through every meter (the binder, not
+ * the pool, is what its meters observe: a gauge holds it strongly, and a
+ * function counter's or timer's function refers to it, since Micrometer
+ * holds their object weakly), so the binder needs no other reference,
+ * whichever of its meters a registry's filter lets through.
  *
  * <h2>Limits</h2>
  * Refusals and waits are counted per category and limit: {@code kind=ceiling}
@@ -270,8 +272,7 @@ public final class SlabwiseMetrics implements MeterBinder {
             LimitStats l = m.limits();
             return l == null ? 0 : l.waitNanos(category, kind);
         };
-        // holds this binder weakly, like the function counters: the gauges keep it alive
-        FunctionTimer.builder(meter.meterName(), this, waits, waitNanos, TimeUnit.NANOSECONDS)
+        FunctionTimer.builder(meter.meterName(), this, heldCount(waits), held(waitNanos), TimeUnit.NANOSECONDS)
                 .description(meter.description())
                 .tags(limitTags)
                 .register(registry);
@@ -285,8 +286,8 @@ public final class SlabwiseMetrics implements MeterBinder {
         register(registry, SlabwiseMeters.COMPACTION_REFUSED, tags, m -> m.compactionTotals().refusedEntries());
         register(registry, SlabwiseMeters.COMPACTION_HELD_BY_READERS, tags, m -> m.compactionTotals().heldByReaders());
         SlabwiseMeters meter = SlabwiseMeters.COMPACTION;
-        FunctionTimer.builder(meter.meterName(), this, m -> m.compactionTotals().compactions(),
-                        m -> m.compactionTotals().nanos(), TimeUnit.NANOSECONDS)
+        FunctionTimer.builder(meter.meterName(), this, heldCount(m -> m.compactionTotals().compactions()),
+                        held(m -> m.compactionTotals().nanos()), TimeUnit.NANOSECONDS)
                 .description(meter.description())
                 .tags(tags)
                 .register(registry);
@@ -314,7 +315,7 @@ public final class SlabwiseMetrics implements MeterBinder {
                         .register(registry);
                 break;
             case FUNCTION_COUNTER:
-                FunctionCounter.builder(meter.meterName(), this, value)
+                FunctionCounter.builder(meter.meterName(), this, held(value))
                         .description(meter.description())
                         .baseUnit(meter.baseUnit())
                         .tags(meterTags)
@@ -323,6 +324,21 @@ public final class SlabwiseMetrics implements MeterBinder {
             default: // timers have two functions: registerLimit
                 throw new AssertionError(meter.type());
         }
+    }
+
+    /**
+     * {@code value} read from this binder, which the function itself refers to:
+     * Micrometer holds a function counter's or timer's object weakly and its
+     * functions strongly, so the meter keeps this binder alive even where a
+     * filter let no gauge through.
+     */
+    private ToDoubleFunction<SlabwiseMetrics> held(ToDoubleFunction<SlabwiseMetrics> value) {
+        return ignored -> value.applyAsDouble(this);
+    }
+
+    /** {@link #held(ToDoubleFunction)} for a count. */
+    private ToLongFunction<SlabwiseMetrics> heldCount(ToLongFunction<SlabwiseMetrics> value) {
+        return ignored -> value.applyAsLong(this);
     }
 
     /** A pool-wide figure of the current snapshot; NaN once the pool is gone. */

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.slabwise.Allocation;
 import io.slabwise.Category;
@@ -17,6 +18,7 @@ import io.slabwise.PoolStats;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.lang.ref.WeakReference;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -195,8 +197,9 @@ class SlabwiseMetricsTest {
                 .functionTimer();
         assertNotNull(timedOut);
         assertEquals(1, timedOut.count());
+        // within a nanosecond: Micrometer converts the total through its base unit in doubles
         assertEquals(waiting.limitStats().waitNanos("limited", MemoryLimitException.Kind.QUOTA),
-                timedOut.totalTime(TimeUnit.NANOSECONDS), 0.0);
+                timedOut.totalTime(TimeUnit.NANOSECONDS), 1.0);
         assertTrue(timedOut.totalTime(TimeUnit.MILLISECONDS) >= 10, "about the 20 ms timeout");
         assertEquals(1, refusals(second, "limited", "quota"), "a wait that timed out is also a refusal");
         assertNull(second.find("slabwise.limit.refusals").tag("kind", "ceiling").functionCounter(),
@@ -418,5 +421,41 @@ class SlabwiseMetricsTest {
         Gauge gauge = tagKey == null ? registry.find(name).gauge() : registry.find(name).tag(tagKey, tagValue).gauge();
         assertNotNull(gauge, name + " " + tagValue);
         return gauge.value();
+    }
+
+    /**
+     * A registry whose filter lets only some counters through registers no
+     * gauge; the binder, which nothing else refers to, must still live as
+     * long as its meters, and its counters keep counting.
+     */
+    @Test
+    void countersKeepCountingWhenAFilterLetsNoGaugeThrough() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).maxCachedSize(0)
+                .quota("limited", 256 << 10).limitPolicy(LimitPolicy.RETURN_NULL).build());
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        registry.config().meterFilter(MeterFilter.denyUnless(id -> id.getName().startsWith("slabwise.limit.refusals")));
+        WeakReference<SlabwiseMetrics> binder = bindAndDrop(pool, registry);
+        FunctionCounter refusals = registry.find("slabwise.limit.refusals").tag("category", "limited")
+                .tag("kind", "quota").functionCounter();
+        assertNotNull(refusals);
+        assertTrue(registry.find("slabwise.memory.committed").gauges().isEmpty(), "no gauge let through");
+        for (int i = 0; i < 10 && binder.get() != null; i++) {
+            System.gc();
+        }
+        assertNotNull(binder.get(), "the counter's function keeps its binder alive");
+        Allocation a = new Allocation();
+        assertTrue(pool.allocate(pool.category("limited"), 200 << 10, a));
+        assertFalse(pool.allocate(pool.category("limited"), 100 << 10, new Allocation()));
+        clock.addAndGet(TimeUnit.SECONDS.toNanos(10));
+        assertEquals(1, refusals.count());
+        pool.free(a);
+        pool.close();
+    }
+
+    /** Binds a binder nothing else refers to. */
+    private WeakReference<SlabwiseMetrics> bindAndDrop(MemoryPool pool, SimpleMeterRegistry registry) {
+        SlabwiseMetrics metrics = new SlabwiseMetrics(pool, "t", clock::get);
+        metrics.bindTo(registry);
+        return new WeakReference<>(metrics);
     }
 }
