@@ -137,15 +137,28 @@ public final class BlockPool {
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or when a wait timed out
      */
     public List<Allocation> allocate(int size) {
+        return allocate(size, false);
+    }
+
+    /**
+     * Like {@link #allocate}, but never waits: null at a limit whatever the
+     * category's policy. For a cache that makes room by evicting its own
+     * entries and tries again, which it cannot do while waiting.
+     *
+     * @throws IllegalArgumentException when {@code size} is not positive
+     */
+    public List<Allocation> tryAllocate(int size) {
+        return allocate(size, true);
+    }
+
+    private List<Allocation> allocate(int size, boolean neverWait) {
         admission.checkOpen();
         if (size <= 0) {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
         PayloadAttempt attempt = new PayloadAttempt(callerStripe());
-        if (admission.admit(attempt, category, size, null)) {
-            return attempt.parts;
-        }
-        return null;
+        boolean done = neverWait ? admission.tryAdmit(attempt, category, size, null) : admission.admit(attempt, category, size, null);
+        return done ? attempt.parts : null;
     }
 
     /** How a payload of {@code size} bytes is cut: whole blocks, whole sub-blocks, then mini-blocks for the remainder. */

@@ -148,13 +148,30 @@ public final class SequentialAllocator implements Allocator {
 
     @Override
     public boolean allocate(int requested, Allocation out) {
+        checkRequest(requested, out);
+        return admission.admit(attempt, category, requested, out);
+    }
+
+    /**
+     * Like {@link #allocate}, but never waits: false at a limit whatever the
+     * category's policy. For a cache that makes room by evicting its own
+     * entries and tries again, which it cannot do while waiting.
+     *
+     * @throws IllegalArgumentException as {@link #allocate}
+     * @throws IllegalStateException    when the pool is closed
+     */
+    public boolean tryAllocate(int requested, Allocation out) {
+        checkRequest(requested, out);
+        return admission.tryAdmit(attempt, category, requested, out);
+    }
+
+    private void checkRequest(int requested, Allocation out) {
         admission.checkOpen();
         if (requested <= 0 || requested > maxRequest) {
             throw new IllegalArgumentException("sequential allocator '" + category + "': size must be from 1 to "
                     + maxRequest + " bytes: " + requested);
         }
         MemoryPool.checkNotLive(out);
-        return admission.admit(attempt, category, requested, out);
     }
 
     /** One try: a slice, or the general pool for requests larger than a quarter chunk. */

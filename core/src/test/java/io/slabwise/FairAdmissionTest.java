@@ -1,6 +1,7 @@
 package io.slabwise;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -12,6 +13,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -244,5 +246,33 @@ class FairAdmissionTest {
             b.shutdownNow();
             limit.dequeue(limit.ceilingQueue, ticket);
         }
+    }
+
+    /**
+     * The cache allocators' try-allocate, for caches that evict and retry,
+     * returns at once at a limit under WAIT (a wait there could only end by
+     * the caller's own eviction); allocate waits.
+     */
+    @Test
+    void cacheAllocatorsTryAllocateWithoutWaiting() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).arenas(1).limitPolicy(LimitPolicy.WAIT)
+                .waitTimeout(WAIT).quota("log", MIB / 2).quota("blocks", MIB).chunkSource(ChunkSource.direct()).build());
+        SequentialAllocator log = pool.sequential("log", 1, MIB);
+        List<Allocation> slices = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            Allocation slice = new Allocation();
+            assertTrue(log.tryAllocate(MIB / 4, slice));
+            slices.add(slice);
+        }
+        assertFalse(log.tryAllocate(8, new Allocation()), "the quota is full");
+        BlockPool blocks = pool.blocks("blocks");
+        List<Allocation> block = blocks.tryAllocate(MIB);
+        assertNull(blocks.tryAllocate(1), "the quota is full");
+        assertEquals(0, pool.waitingAllocations());
+        assertEquals(1, pool.limitStats().refusals("log", MemoryLimitException.Kind.QUOTA));
+        assertEquals(1, pool.limitStats().refusals("blocks", MemoryLimitException.Kind.QUOTA));
+        slices.forEach(pool::free);
+        block.forEach(pool::free);
+        assertEquals(0, pool.requestedBytes());
     }
 }

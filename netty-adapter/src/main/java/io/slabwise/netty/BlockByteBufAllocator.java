@@ -39,7 +39,22 @@ public final class BlockByteBufAllocator {
      * @throws io.slabwise.MemoryLimitException at a limit under {@code FAIL}, or when a wait timed out
      */
     public ByteBuf allocate(int size) {
-        List<Allocation> parts = blocks.allocate(size);
+        return composite(blocks.allocate(size));
+    }
+
+    /**
+     * Like {@link #allocate(int)}, but never waits: null at a limit whatever
+     * the category's policy. For a cache that makes room by evicting its own
+     * entries and tries again, which it cannot do while waiting.
+     *
+     * @throws IllegalArgumentException when {@code size} is not positive
+     */
+    public ByteBuf tryAllocate(int size) {
+        return composite(blocks.tryAllocate(size));
+    }
+
+    /** The buffer over a payload's parts, tracked by the leak detector; null for none. */
+    private ByteBuf composite(List<Allocation> parts) {
         if (parts == null) {
             return null;
         }

@@ -1,6 +1,7 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.slabwise.Allocation;
 import io.slabwise.SequentialAllocator;
 import io.slabwise.SequentialStats;
 
@@ -52,6 +53,22 @@ public final class SequentialByteBufAllocator {
             throw new IllegalArgumentException("size: " + size + " (expected: not greater than maxCapacity(" + maxCapacity + "))");
         }
         return parent.tryNewDirectBuffer(view, sequential, size, maxCapacity);
+    }
+
+    /**
+     * Like {@link #allocate(int)}, but never waits: null at a limit whatever
+     * the category's policy. For a cache that makes room by evicting its own
+     * entries and tries again, which it cannot do while waiting.
+     *
+     * @throws IllegalArgumentException when {@code size} is not positive or over the allocator's largest request
+     */
+    public ByteBuf tryAllocate(int size) {
+        Allocation a = new Allocation();
+        if (!sequential.tryAllocate(size, a)) {
+            return null;
+        }
+        return SlabwiseAllocator.leakAware(SlabwiseDirectByteBuf.wrap(view, sequential, a, Integer.MAX_VALUE,
+                parent.nativeAccess()));
     }
 
     /** The category its buffers are accounted to. */

@@ -116,7 +116,9 @@ public final class BlockCache implements AutoCloseable {
     /**
      * The block under {@code key}; on a miss, a buffer of {@code size} bytes is
      * allocated, filled by {@code loader} (key, buffer to write into, writer
-     * index 0), and cached, evicting least-recently-used blocks until it fits.
+     * index 0), and cached, evicting least-recently-used blocks until it fits;
+     * at the pool's ceiling or the category's quota it evicts more and tries
+     * again, never waiting, whatever the category's policy.
      *
      * @return a retained duplicate the caller must release, or null when the
      *         block is larger than the cache or memory was refused with nothing left to evict
@@ -139,10 +141,12 @@ public final class BlockCache implements AutoCloseable {
             while (bytes + size > maxBytes) {
                 evictEldest();
             }
-            ByteBuf buf = allocator.allocate(size);
-            while (buf == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
+            // never waits at a limit, whatever the category's policy: the memory to wait for is this cache's own,
+            // which only eviction (under this lock) gives back; refused, it makes room and tries again
+            ByteBuf buf = allocator.tryAllocate(size);
+            while (buf == null && !entries.isEmpty()) {
                 evictEldest();
-                buf = allocator.allocate(size);
+                buf = allocator.tryAllocate(size);
             }
             if (buf == null) {
                 return null;

@@ -107,9 +107,12 @@ public final class LogCache implements AutoCloseable {
     /**
      * Appends a copy of {@code batch}'s readable bytes at {@code offset},
      * evicting the oldest batches until it fits; {@code batch} itself is not
-     * changed. Offsets must increase.
+     * changed. Offsets must increase. At the pool's ceiling or the category's
+     * quota it evicts more and tries again, never waiting, whatever the
+     * category's policy.
      *
-     * @return false when the batch is empty or alone larger than the cache (it is not cached)
+     * @return false when the batch is empty or alone larger than the cache, or memory was refused with
+     *         nothing left to evict (it is not cached)
      * @throws IllegalArgumentException when {@code offset} is not after the newest cached offset
      * @throws IllegalStateException    when the cache is closed
      */
@@ -129,15 +132,22 @@ public final class LogCache implements AutoCloseable {
             while (bytes + size > maxBytes) {
                 evictOldest();
             }
-            ByteBuf copy = allocator.allocate(size);
-            while (copy == null && !entries.isEmpty()) { // refused at a limit under RETURN_NULL: make room and retry
+            // never waits at a limit, whatever the category's policy: the memory to wait for is this cache's own,
+            // which only eviction (under this lock) gives back; refused, it makes room and tries again
+            ByteBuf copy = allocator.tryAllocate(size);
+            while (copy == null && !entries.isEmpty()) {
                 evictOldest();
-                copy = allocator.allocate(size);
+                copy = allocator.tryAllocate(size);
             }
             if (copy == null) {
                 return false;
             }
-            copy.writeBytes(batch, batch.readerIndex(), size);
+            try {
+                copy.writeBytes(batch, batch.readerIndex(), size);
+            } catch (RuntimeException | Error e) { // a batch released by its owner, say: nothing is cached
+                copy.release();
+                throw e;
+            }
             Entry entry = new Entry(offset, copy);
             entries.addLast(entry);
             byOffset.put(offset, entry);

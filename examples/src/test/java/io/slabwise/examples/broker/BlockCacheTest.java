@@ -6,7 +6,10 @@ import io.slabwise.LimitPolicy;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -218,13 +221,16 @@ class BlockCacheTest {
     }
 
     /**
-     * With a quota on the category and RETURN_NULL at the limit, the cache
-     * evicts to make room when memory is refused, even below its own bound.
+     * With a quota on the category, the cache evicts to make room when memory
+     * is refused, even below its own bound, whatever the category's policy:
+     * it never throws or waits for memory only its own eviction can give back.
      */
-    @Test
-    void evictsWhenTheCategoryQuotaRefusesMemory() {
+    @ParameterizedTest
+    @EnumSource(LimitPolicy.class)
+    void evictsWhenTheCategoryQuotaRefusesMemory(LimitPolicy policy) {
         SlabwiseAllocator limited = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(2)
-                .quota("block_cache", 8L * MIB).categoryPolicy("block_cache", LimitPolicy.RETURN_NULL).build();
+                .quota("block_cache", 8L * MIB).categoryPolicy("block_cache", policy)
+                .waitTimeout(Duration.ofSeconds(30)).build();
         BlockCache cache = new BlockCache(limited.blocks("block_cache"), 64L * MIB);
         for (int key = 0; key < 30; key++) {
             ByteBuf b = cache.getOrLoad("k" + key, 2 * MIB + 3 * KIB, BlockCacheTest::fill);

@@ -8,7 +8,10 @@ import io.slabwise.netty.SequentialByteBufAllocator;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -170,13 +173,16 @@ class LogCacheTest {
     }
 
     /**
-     * With a quota on the category and RETURN_NULL at the limit, the cache
-     * evicts to make room when memory is refused, even below its own bound.
+     * With a quota on the category, the cache evicts to make room when memory
+     * is refused, even below its own bound, whatever the category's policy:
+     * it never throws or waits for memory only its own eviction can give back.
      */
-    @Test
-    void evictsWhenTheCategoryQuotaRefusesMemory() {
+    @ParameterizedTest
+    @EnumSource(LimitPolicy.class)
+    void evictsWhenTheCategoryQuotaRefusesMemory(LimitPolicy policy) {
         SlabwiseAllocator limited = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(2)
-                .quota("log_cache", 256 * 1024).categoryPolicy("log_cache", LimitPolicy.RETURN_NULL).build();
+                .quota("log_cache", 256 * 1024).categoryPolicy("log_cache", policy)
+                .waitTimeout(Duration.ofSeconds(30)).build();
         LogCache cache = new LogCache(limited.sequential("log_cache"), 10L << 20);
         for (long offset = 0; offset < 200; offset++) {
             assertTrue(cache.append(offset, batch(10_000, offset)));
@@ -249,5 +255,18 @@ class LogCacheTest {
         otherPartition.close();
         assertEquals(0, logStats().requested());
         assertEquals(0, logStats().liveBuffers());
+    }
+
+    /** An append whose copy fails (the caller's batch already released) caches nothing and keeps no buffer. */
+    @Test
+    void aFailedCopyKeepsNothing() {
+        LogCache cache = new LogCache(allocator.sequential("log_cache"), 1 << 20);
+        ByteBuf released = batch(1000, 0);
+        released.release();
+        assertThrows(RuntimeException.class, () -> cache.append(0, released));
+        assertEquals(0, cache.size());
+        assertEquals(0, logStats().requested(), logStats().toString());
+        assertEquals(0, logStats().liveBuffers());
+        cache.close();
     }
 }
