@@ -10,7 +10,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.GatheringByteChannel;
 import java.nio.channels.ScatteringByteChannel;
@@ -393,21 +392,13 @@ abstract class SlabwiseDerivedByteBuf extends AbstractByteBuf {
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        try {
-            return in.read(parent.view(idx(index), length));
-        } catch (ClosedChannelException ignored) {
-            return -1;
-        }
+        return SlabwiseDirectByteBuf.readFrom(in, parent.view(idx(index), length));
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
-        try {
-            return in.read(parent.view(idx(index), length), position);
-        } catch (ClosedChannelException ignored) {
-            return -1;
-        }
+        return SlabwiseDirectByteBuf.readFrom(in, parent.view(idx(index), length), position);
     }
 
     @Override

@@ -337,7 +337,8 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     /**
      * Makes a recycled buffer an ordinary one: detached from its holder, it
      * is not reused after release (the holder is, with a new object). For a
-     * buffer the leak detector tracks; nothing for one that is not recycled.
+     * buffer the leak detector tracks, and for one that moves to a new
+     * allocation; nothing for one that is not recycled.
      */
     void stopRecycling() {
         if (isRecycled()) {
@@ -402,9 +403,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (keep > 0) {
             EngineAccess.chunkMemory(moved).put(moved.offset(), memory, offset, keep);
         }
-        if (isRecycled()) {
-            EngineAccess.attach(allocation, null); // the old holder may be reused at once: never with this live object
-        }
+        stopRecycling(); // the old holder may be reused at once: never with this live object
         pool.free(allocation);
         allocation = moved;
     }
@@ -738,18 +737,28 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        try {
-            return in.read(internalView(index, length));
-        } catch (ClosedChannelException ignored) {
-            return -1;
-        }
+        return readFrom(in, internalView(index, length));
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
+        return readFrom(in, internalView(index, length), position);
+    }
+
+    /** Reads from {@code in} into {@code dst}: the bytes read, or -1 for a closed channel, as Netty's buffers answer. */
+    static int readFrom(ScatteringByteChannel in, ByteBuffer dst) throws IOException {
         try {
-            return in.read(internalView(index, length), position);
+            return in.read(dst);
+        } catch (ClosedChannelException ignored) {
+            return -1;
+        }
+    }
+
+    /** {@link #readFrom(ScatteringByteChannel, ByteBuffer)} at {@code position} of a file. */
+    static int readFrom(FileChannel in, ByteBuffer dst, long position) throws IOException {
+        try {
+            return in.read(dst, position);
         } catch (ClosedChannelException ignored) {
             return -1;
         }
