@@ -200,7 +200,7 @@ final class Admission {
                 }
                 // refused by the other limit: this caller now waits for that one, in its line, and the next
                 // caller in this line gets its turn (it may need only what this one was waiting for)
-                MemoryLimit.WaitQueue refusedBy = result == Attempt.QUOTA ? category.quotaQueue : limit.ceilingQueue;
+                MemoryLimit.WaitQueue refusedBy = queueFor(result, attempt, category, requested);
                 ticket = limit.requeue(queue, ticket, refusedBy);
                 queue = refusedBy;
             }

@@ -388,9 +388,10 @@ public final class PoolConfig {
          * it, one at a time, at their next new chunk or cache sweep (a moving
          * thread first gives its cache back to its old arena); virtual
          * threads, which share a cache per arena, choose theirs by thread id
-         * among the arenas in use. Arenas never go out of use once taken. Threads sharing an arena meet on its lock
-         * only when their caches miss. 0 spreads threads over every arena
-         * from their first allocation.
+         * among the arenas in use. Arenas never go out of use once taken.
+         * Threads sharing an arena meet on its lock only when their caches
+         * miss. 0 spreads threads over every arena from their first
+         * allocation.
          */
         public B arenaSpreadBytes(long bytes) {
             if (bytes < 0) {

@@ -85,7 +85,7 @@ public final class SequentialAllocator implements Allocator {
         /** A slice's 8-byte multiple, or what the general pool reserves for a request too large for a slice. */
         @Override
         public long leastReserved(int requested) {
-            int reserved = (requested + ALIGNMENT - 1) & -ALIGNMENT;
+            int reserved = sliceBytes(requested);
             return reserved > maxSliceSize ? chunks.generalPoolReserves(requested) : reserved;
         }
     };
@@ -174,9 +174,14 @@ public final class SequentialAllocator implements Allocator {
         MemoryPool.checkNotLive(out);
     }
 
+    /** What a slice of {@code requested} bytes reserves: its size rounded up to {@link #ALIGNMENT}. */
+    private static int sliceBytes(int requested) {
+        return (requested + ALIGNMENT - 1) & -ALIGNMENT;
+    }
+
     /** One try: a slice, or the general pool for requests larger than a quarter chunk. */
     private int tryOnce(Category c, int requested, Allocation out) {
-        int reserved = (requested + ALIGNMENT - 1) & -ALIGNMENT;
+        int reserved = sliceBytes(requested);
         if (reserved > maxSliceSize) {
             return fallback(requested, out);
         }

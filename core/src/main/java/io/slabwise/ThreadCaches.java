@@ -114,7 +114,7 @@ final class ThreadCaches {
         if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
             // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id among
             // the arenas in use, so that a small pool commits the chunks of one arena, as for platform threads
-            return shared[(int) ((thread.getId() & Long.MAX_VALUE) % arenasInUse)];
+            return shared[(int) ((idOf(thread) & Long.MAX_VALUE) % arenasInUse)];
         }
         WeakReference<ThreadCache> ref = caches.get();
         ThreadCache cache = ref != null ? ref.get() : null;
