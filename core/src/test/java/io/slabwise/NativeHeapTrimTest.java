@@ -30,6 +30,7 @@ class NativeHeapTrimTest {
 
     private static final long MIB = 1024 * 1024;
     private static final int LIFETIMES = 12;
+    private static final int SETTLED = 3;
 
     @Test
     void theCommandsReportIsReadInEachUnit() {
@@ -99,10 +100,15 @@ class NativeHeapTrimTest {
     }
 
     /**
-     * Resident memory after the last lifetime is within 20 MiB of what it was
-     * after the first (which loaded the classes and sized the heap). Measured
-     * here: 5-11 MiB; 28 MiB with regions taken on the allocating threads, and
-     * 75 MiB with every region on its own and no native heap trim.
+     * Resident memory settled after the last lifetimes is within 20 MiB of what
+     * it was after the first (which loaded the classes and sized the heap).
+     * Measured here: 5-11 MiB; 28 MiB with regions taken on the allocating
+     * threads, and 75 MiB with every region on its own and no native heap trim.
+     * "Settled" is the lowest of the last {@value #SETTLED} lifetimes: what a
+     * lifetime leaves behind stays for every later one, while the JVM's own
+     * transient growth of 6-16 MiB (seen at one lifetime and gone at the next,
+     * with the same seeds at every commit) does not, and failed this test when
+     * it fell on the last lifetime.
      */
     private static void assertBounded(List<String> options) throws Exception {
         List<String> jvm = new ArrayList<>(List.of("-Xmx64m", "-XX:MaxDirectMemorySize=2g",
@@ -120,6 +126,7 @@ class NativeHeapTrimTest {
         }
         report.append("; native heap trims ").append(figures[LIFETIMES]).append(' ').append(options);
         System.out.println(report);
-        assertTrue(figures[LIFETIMES - 1] - figures[0] <= 20 * MIB, report.toString());
+        long settled = Arrays.stream(figures, LIFETIMES - SETTLED, LIFETIMES).min().getAsLong();
+        assertTrue(settled - figures[0] <= 20 * MIB, report.toString());
     }
 }
