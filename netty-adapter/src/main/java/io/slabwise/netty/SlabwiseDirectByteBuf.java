@@ -390,6 +390,23 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         return this;
     }
 
+    /**
+     * The bytes that can be written without moving: up to the size the pool
+     * set aside for this buffer (its size class, or its whole pages), within
+     * the maximum capacity. Netty's {@code ensureWritable} grows a buffer
+     * that far in place before it asks for a larger allocation and copies,
+     * as it does with its own pooled buffers; every Slabwise allocation can
+     * grow in place up to its reserved size ({@link MemoryPool#resizeInPlace}).
+     */
+    @Override
+    public int maxFastWritableBytes() {
+        Allocation a = allocation;
+        if (a == null) { // released: only what an accessibility check would refuse anyway
+            return writableBytes();
+        }
+        return Math.max(writableBytes(), Math.min(a.reservedBytes(), maxCapacity()) - writerIndex());
+    }
+
     /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one into {@code pool}, its pool. */
     private void moveTo(MemoryPool pool, int newCapacity) {
         // a sequential allocator serves neither an empty request nor one above its largest: such a buffer

@@ -743,6 +743,48 @@ abstract class AbstractByteBufContract {
         assertEquals(1, forced.ensureWritable(1, true), "at max capacity already");
     }
 
+    /**
+     * Netty's {@code ensureWritable} grows a buffer up to its
+     * {@code maxFastWritableBytes} without a new allocation: a pooled buffer
+     * can take the rest of what its allocation set aside. Sizes of each kind
+     * of allocation: a subpage class, a run of a class, a run fitted to pages
+     * and a dedicated region.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 100, 1100, 5000, 70_000, 600_000, 3_000_000})
+    void growingWithinTheFastWritableBytesKeepsTheMemoryInPlace(int capacity) {
+        Assumptions.assumeTrue(canGrow() && !isComposite() && !isDuplicate());
+        ByteBuf buf = buffer(capacity, Integer.MAX_VALUE);
+        Assumptions.assumeTrue(buf.hasMemoryAddress(), "the memory's address tells whether it moved");
+        byte[] data = new byte[capacity];
+        new Random(SEED + capacity).nextBytes(data);
+        buf.writeBytes(data);
+        int fast = buf.maxFastWritableBytes();
+        assertTrue(fast >= buf.writableBytes() && fast <= buf.maxWritableBytes(), "fast writable " + fast);
+        long address = buf.memoryAddress();
+        buf.ensureWritable(fast);
+        assertEquals(capacity + fast, buf.capacity(), "grown to what the memory holds");
+        assertEquals(address, buf.memoryAddress(), "grown in place");
+        buf.writeZero(fast);
+        assertEquals(0, buf.maxFastWritableBytes());
+        buf.ensureWritable(1);
+        byte[] read = new byte[capacity];
+        buf.getBytes(0, read);
+        assertArrayEquals(data, read, "the bytes written before every growth");
+    }
+
+    @Test
+    void theFastWritableBytesStayWithinTheMaximumCapacity() {
+        Assumptions.assumeTrue(canGrow() && honoursMaxCapacity() && !isComposite());
+        ByteBuf buf = buffer(1100, 1150); // a pooled buffer's memory would hold 1,280 bytes
+        buf.writerIndex(1000);
+        int fast = buf.maxFastWritableBytes();
+        assertTrue(fast >= 100 && fast <= 150, "fast writable " + fast);
+        buf.ensureWritable(150);
+        assertEquals(1150, buf.capacity());
+        assertEquals(0, buf.maxFastWritableBytes() - buf.writableBytes(), "nothing past the maximum capacity");
+    }
+
     @ParameterizedTest
     @ValueSource(ints = {1, 9, 100, 5000, 100_000})
     void capacityChangesKeepContent(int newCapacity) {

@@ -31,8 +31,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * indices, reference count, contents) must be the same.
  *
  * <p>Three known differences are aligned or left out rather than compared: a
- * buffer that grows takes the capacity Netty's took (Netty grows into its
- * size class, Slabwise to a power of two), the bytes past the old capacity,
+ * buffer that grows takes the capacity Netty's took (both grow first into
+ * what their allocation set aside, and the two set aside different sizes
+ * once a buffer has moved), the bytes past the old capacity,
  * which neither defines, are zeroed in both, and an empty NIO source is not
  * set at an index out of bounds (Netty accepts it, Slabwise refuses it).
  */

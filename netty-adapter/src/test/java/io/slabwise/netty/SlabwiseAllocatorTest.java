@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -17,6 +18,7 @@ import java.util.Random;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -62,6 +64,44 @@ class SlabwiseAllocatorTest {
         } finally {
             assertTrue(buf.release());
         }
+    }
+
+    /**
+     * A buffer can be written up to the size its allocation reserved without
+     * moving ({@code maxFastWritableBytes}), and Netty's {@code ensureWritable}
+     * grows it that far in place: the same memory, the same reserved bytes,
+     * only the requested bytes change. Every size path, as above.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 15, 17, 129, 1000, 4096, 8193, 12345, 65535, 65537, 300_000, CHUNK - 1, CHUNK + 1,
+            3 * CHUNK + 17})
+    void aBufferGrowsInPlaceUpToWhatItsAllocationReserved(int capacity) {
+        ByteBuf buf = allocator.directBuffer(capacity);
+        try {
+            int reserved = allocator.pool().reservedSizeFor(capacity);
+            buf.writerIndex(capacity);
+            assertEquals(reserved - capacity, buf.maxFastWritableBytes());
+            ByteBuf inner = buf.unwrap() == null ? buf : buf.unwrap(); // past a leak detector's wrapper
+            SlabwiseDirectByteBuf direct = (SlabwiseDirectByteBuf) inner;
+            String before = direct.allocation().toString();
+            ByteBuffer memory = direct.memory;
+            int offset = direct.offset;
+            buf.ensureWritable(reserved - capacity);
+            assertEquals(reserved, buf.capacity());
+            assertSame(memory, direct.memory, before);
+            assertEquals(offset, direct.offset, before);
+            PoolStats stats = allocator.stats();
+            assertEquals(reserved, stats.requestedBytes());
+            assertEquals(reserved, stats.reservedBytes());
+            assertEquals(1, stats.liveAllocations());
+            buf.writerIndex(reserved);
+            assertEquals(0, buf.maxFastWritableBytes());
+            buf.ensureWritable(1); // past what it reserved: it moves, as it must
+            assertTrue(allocator.stats().reservedBytes() > reserved);
+        } finally {
+            assertTrue(buf.release());
+        }
+        assertEquals(0, buf.maxFastWritableBytes() - buf.writableBytes(), "released: nothing past the capacity");
     }
 
     /**
