@@ -767,13 +767,14 @@ public final class MemoryPool implements AutoCloseable {
             countResize(allocation, newRequested);
             return true;
         }
-        // in place while a request of the new size would reserve just as much (the same class, or the same pages)
-        boolean dedicatedSize = newRequested > dedicatedAbove;
-        boolean fits = dedicatedSize
-                ? DedicatedRegions.fits(allocation.reserved, sizes.pageRound(newRequested)) // as a reused region would
+        // in place while a request of the new size would reserve just as much (the same class, or the same pages):
+        // a run stays a run of its class (or pages), even past a dedicated threshold that is not a whole number of
+        // pages, which its last page may cross; a dedicated region serves what it could be reused for
+        boolean fits = allocation.chunk.huge
+                ? newRequested > dedicatedAbove && DedicatedRegions.fits(allocation.reserved, sizes.pageRound(newRequested))
                 : reservedSizeFor(newRequested) == allocation.reserved;
-        if (dedicatedSize != allocation.chunk.huge || !fits) {
-            return false; // a run stays a run of its class (or pages), a dedicated region serves what it could be reused for
+        if (!fits) {
+            return false;
         }
         countResize(allocation, newRequested);
         return true;
