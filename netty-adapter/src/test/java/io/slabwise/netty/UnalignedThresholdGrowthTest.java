@@ -10,9 +10,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Review: a buffer grows in place up to the bytes its allocation reserved. */
+/** A buffer grows in place up to the bytes its allocation reserved. */
 @Timeout(60)
-class GrowthReviewTest {
+class UnalignedThresholdGrowthTest {
 
     private static final int CHUNK = 1 << 20;
 

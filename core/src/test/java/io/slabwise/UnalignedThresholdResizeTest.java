@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Review: resizing in place up to the reserved bytes, whatever the dedicated threshold. */
+/** Resizing in place up to the reserved bytes, whatever the dedicated threshold. */
 @Timeout(60)
-class ResizeReviewTest {
+class UnalignedThresholdResizeTest {
 
     private static final int PAGE = PoolConfig.PAGE_SIZE;
 
