@@ -35,7 +35,10 @@ import java.nio.channels.ScatteringByteChannel;
  * same way, since callers copy up to {@code capacity()} bytes from it.
  *
  * <p>Deriving again (a slice of a slice, a duplicate of a slice) derives from
- * the parent, so chains never grow. Reference counting is the parent's:
+ * the parent, so chains never grow; a window past the parent's current
+ * capacity throws {@link IndexOutOfBoundsException}, as with Netty's pooled
+ * and unpooled buffers (whose pooled ones skip the check only for a retained
+ * buffer derived from a retained one). Reference counting is the parent's:
  * {@code retain()} and {@code release()} act on it, as with Netty's unpooled
  * derived buffers. Every NIO view a derived buffer hands out is a new one, so
  * derived buffers on different threads never share a view.

@@ -1,10 +1,15 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.ByteBuffer;
@@ -16,6 +21,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -32,6 +39,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * through the parent's unchecked setters into the neighbours.
  *
  * <p>Each case runs with native access (where the JVM has it) and without.
+ * Deriving again from such a buffer is checked against the parent as Netty
+ * checks it, on Netty's pooled and unpooled buffers as well as ours.
  */
 @Timeout(60)
 class DerivedBufferBoundsTest {
@@ -243,5 +252,71 @@ class DerivedBufferBoundsTest {
         assertThrows(IndexOutOfBoundsException.class, () -> duplicate.setByte(95, 1));
         assertTrue(parent.release());
         assertEquals(0, allocator.stats().liveAllocations());
+    }
+
+    /**
+     * A slice or duplicate taken before its parent shrank derives again only
+     * within the parent's current capacity, as Netty's pooled and unpooled
+     * buffers do: {@code slice().duplicate()}, {@code slice().slice()} and
+     * the rest throw {@link IndexOutOfBoundsException} when the new window
+     * reaches past the parent, and work inside it. (Netty's pooled buffers
+     * skip the check in one case: a retained slice or duplicate derived from
+     * a retained one, which has a reference count of its own there.)
+     */
+    @ParameterizedTest(name = "{0}, parent of {1} bytes")
+    @MethodSource("shrunkParents")
+    void derivingAgainPastAShrunkParentThrowsAsInNetty(String kind, int parentCapacity, ByteBufAllocator allocator) {
+        ByteBuf parent = allocator.directBuffer(parentCapacity);
+        parent.writerIndex(parentCapacity).readerIndex(2);
+        ByteBuf slice = parent.slice(0, 32);
+        ByteBuf sliceAt8 = parent.slice(8, 24);
+        ByteBuf duplicate = parent.duplicate();
+        parent.capacity(SHRUNK);
+        parent.setZero(0, SHRUNK).setByte(4, 7).setByte(9, 8);
+
+        Map<String, Runnable> derivations = new LinkedHashMap<>();
+        derivations.put("slice.duplicate()", () -> slice.duplicate());
+        derivations.put("(slice at 8).duplicate()", () -> sliceAt8.duplicate());
+        derivations.put("slice.retainedDuplicate()", () -> slice.retainedDuplicate().release());
+        derivations.put("slice.slice()", () -> slice.slice());
+        derivations.put("slice.slice(20, 8)", () -> slice.slice(20, 8));
+        derivations.put("slice.retainedSlice(20, 8)", () -> slice.retainedSlice(20, 8).release());
+        derivations.put("slice.readRetainedSlice(30)", () -> slice.readerIndex(0).readRetainedSlice(30).release());
+        derivations.put("(slice at 8).slice(10, 4)", () -> sliceAt8.slice(10, 4));
+        derivations.put("duplicate.duplicate()", () -> duplicate.duplicate());
+        derivations.put("duplicate.slice()", () -> duplicate.slice());
+        derivations.put("duplicate.slice(20, 8)", () -> duplicate.slice(20, 8));
+        derivations.put("duplicate.retainedSlice(20, 8)", () -> duplicate.retainedSlice(20, 8).release());
+        List<String> accepted = new ArrayList<>();
+        for (Map.Entry<String, Runnable> derivation : derivations.entrySet()) {
+            try {
+                derivation.getValue().run();
+                accepted.add(derivation.getKey());
+            } catch (IndexOutOfBoundsException expected) {
+                // the new window reaches past the parent's capacity
+            }
+        }
+        assertEquals(List.of(), accepted, kind + ": derived buffers made past the parent's capacity");
+
+        assertEquals(7, slice.slice(0, 8).getByte(4), "inside the parent: parent byte 4");
+        assertEquals(8, sliceAt8.slice(0, 4).getByte(1), "inside the parent: parent byte 9");
+        assertEquals(7, duplicate.slice(0, 8).getByte(4));
+        assertEquals(1, parent.refCnt(), "a derivation that threw retained nothing");
+        assertTrue(parent.release());
+        if (allocator instanceof SlabwiseAllocator) {
+            assertEquals(0, ((SlabwiseAllocator) allocator).stats().liveAllocations());
+        }
+    }
+
+    /** Netty's allocators and ours (each new, since JUnit closes it after its case), with a parent that shrinks a little or a lot. */
+    static Stream<Arguments> shrunkParents() {
+        Map<String, Supplier<ByteBufAllocator>> allocators = new LinkedHashMap<>();
+        allocators.put("Netty pooled", () -> new PooledByteBufAllocator(true));
+        allocators.put("Netty unpooled", () -> new UnpooledByteBufAllocator(true));
+        allocators.put("Slabwise", () -> SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(1).build());
+        allocators.put("Slabwise without native access",
+                () -> SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(1).nativeAccess(false).build());
+        return allocators.entrySet().stream().flatMap(a -> Stream.of(64, PARENT).map(
+                capacity -> Arguments.of(a.getKey(), capacity, a.getValue().get())));
     }
 }
