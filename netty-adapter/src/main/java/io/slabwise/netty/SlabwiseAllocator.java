@@ -44,7 +44,12 @@ import java.util.concurrent.atomic.LongAdder;
  * buffers, a slice or duplicate never reaches past its parent's current
  * capacity: after the parent shrinks, such an access throws
  * {@link IndexOutOfBoundsException} instead of touching memory that now belongs
- * to another buffer.
+ * to another buffer. And unlike Netty's pooled buffers, whose retained slices
+ * and duplicates count their own references, a retained slice or duplicate
+ * shares its parent's count, as Netty's unpooled buffers' do: its
+ * {@code refCnt()} is the parent's, and its {@code release()} returns true
+ * only when the parent's memory goes back. Netty's leak detector supports
+ * derived buffers with counts of their own only for its own pooled buffers.
  *
  * <p>Lifecycle: {@link #close()} closes the pool (see {@link MemoryPool#close()}):
  * new buffers are refused with {@link IllegalStateException}, idle memory goes

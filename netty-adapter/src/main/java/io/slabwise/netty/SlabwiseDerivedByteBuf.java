@@ -42,6 +42,16 @@ import java.nio.channels.ScatteringByteChannel;
  * {@code retain()} and {@code release()} act on it, as with Netty's unpooled
  * derived buffers. Every NIO view a derived buffer hands out is a new one, so
  * derived buffers on different threads never share a view.
+ *
+ * <p><b>Retained slices and duplicates share the count too.</b> Netty's
+ * pooled ones have a count of their own, start at 1, and release the parent
+ * once when it reaches 0 (the parent's count differs only once a derived
+ * buffer is itself retained). That cannot be matched here: Netty's leak-aware wrapper takes every derived
+ * buffer but its own pooled ones for a sharer of the parent's leak tracker,
+ * and closes that tracker when the derived buffer's {@code release()} returns
+ * true. A count of its own would close it while the parent lives: a parent
+ * dropped afterwards would go unreported, and the parent's own release would
+ * fail the wrapper's {@code assert}.
  */
 abstract class SlabwiseDerivedByteBuf extends AbstractByteBuf {
 
