@@ -19,7 +19,19 @@ public interface ChunkSource {
      */
     NativeRegion allocate(int size);
 
-    /** Gives a region back; it must have come from this source and is not used afterwards. */
+    /**
+     * Gives a region back; it must have come from this source and is not used
+     * afterwards.
+     *
+     * <p>If it throws, the pool counts the region as given back all the same:
+     * its bytes are no longer committed (nor held against the ceiling), and
+     * the pool never passes it to {@code release} again, so whatever became of
+     * its memory is this source's to account for. A {@link RuntimeException}
+     * is logged at {@code WARNING} and not passed on: the release comes up
+     * inside whatever emptied the region (a buffer's release on any thread, a
+     * thread cache's flush, a trim, the decay, a close), which completes. An
+     * {@link Error} is passed on.
+     */
     void release(NativeRegion region);
 
     /**

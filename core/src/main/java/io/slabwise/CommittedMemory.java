@@ -359,8 +359,11 @@ final class CommittedMemory {
             throw e;
         }
         if (region.size() != size) {
-            source.release(region);
-            limit.uncommit(size);
+            try {
+                giveBack(region);
+            } finally {
+                limit.uncommit(size);
+            }
             throw new IllegalStateException("chunk source returned " + region.size() + " bytes for " + size);
         }
         fromSource.add(region);
@@ -370,7 +373,8 @@ final class CommittedMemory {
     /**
      * Gives back a region taken with {@link #commit}: to the chunk source if
      * it is on its own; to its group otherwise, and the group to the source
-     * when that was its last region.
+     * when that was its last region. What goes to the source counts as given
+     * back even when the source's {@code release} throws (see {@link #giveBack}).
      */
     void decommit(NativeRegion region) {
         Held held = regions.remove(region);
@@ -382,23 +386,50 @@ final class CommittedMemory {
             RegionGroups.Group emptied = groups.free(held.carving());
             if (emptied != null) {
                 fromSource.remove(emptied.backing);
-                source.release(emptied.backing);
-                limit.uncommit(RegionGroups.GROUP_SIZE);
+                try {
+                    giveBack(emptied.backing);
+                } finally {
+                    limit.uncommit(RegionGroups.GROUP_SIZE);
+                }
             } else {
                 limit.released(); // room in a group is room for a waiter too
             }
         } else {
             fromSource.remove(region);
-            source.release(region);
-            limit.uncommit(region.size());
-            if (fromMallocArena(region.size())) {
-                freedToMalloc.set(true);
-            }
-            if (held != null && held.budgeted()) {
-                aloneBytes.addAndGet(-region.size());
+            try {
+                giveBack(region);
+            } finally {
+                limit.uncommit(region.size());
+                if (fromMallocArena(region.size())) {
+                    freedToMalloc.set(true);
+                }
+                if (held != null && held.budgeted()) {
+                    aloneBytes.addAndGet(-region.size());
+                }
             }
         }
         PoolEvents.chunkReleased(region.size(), kind, limit.committed());
+    }
+
+    /**
+     * Hands a region the pool no longer holds to the chunk source, whose
+     * {@code release} may be the application's own code. The caller counts
+     * the region as given back whatever happens here, and the pool never
+     * hands it to the source again: a release that throws would otherwise
+     * leave its bytes committed for good (the ceiling lower by as much, a
+     * closed pool never reaching zero) and break off, half done, the
+     * operation that emptied the region (a buffer's release on any thread,
+     * a cache's flush, a trim, a close). So an exception is logged at
+     * WARNING, not thrown; an {@link Error} is thrown, once the caller has
+     * counted the region.
+     */
+    private void giveBack(NativeRegion region) {
+        try {
+            source.release(region);
+        } catch (RuntimeException e) {
+            LOGGER.log(System.Logger.Level.WARNING, "chunk source " + source + " failed to release a region of "
+                    + region.size() + " bytes; the pool counts it as given back", e);
+        }
     }
 
     /** The work of a cleaner for a pool collected without {@code close()}: gives back every region still held. */
