@@ -197,12 +197,13 @@ final class Arena {
      * threads handed back through the remote-free queue (among the
      * {@link #DRAIN_BATCH} frees the refill drains) goes straight into the
      * batch, still marked taken (a subpage element stays set in its bitmap, a
-     * run stays carved), so a producer whose buffers are released elsewhere
-     * gets them back without a subpage being emptied and made again or a run
-     * merged and split again. Then a small class takes elements from subpages
-     * with room, of which only the first may be a new subpage, so a refill
-     * never grows the arena by more than one subpage; a run class takes one
-     * new run if the queue gave none.
+     * run stays carved), unless a compaction is emptying its chunk, so a
+     * producer whose buffers are released elsewhere gets them back without a
+     * subpage being emptied and made again or a run merged and split again.
+     * Then a small class takes elements from subpages with room, of which
+     * only the first may be a new subpage, so a refill never grows the arena
+     * by more than one subpage; a run class takes one new run if the queue
+     * gave none.
      *
      * @return how many allocations were taken, at least 1
      */
@@ -347,7 +348,9 @@ final class Arena {
     /**
      * Applies one remote-free entry: the sink of {@link #drainRemoteFrees},
      * under the lock. During a refill, memory of the class being refilled goes
-     * into the refill batch instead of back to its subpage or chunk.
+     * into the refill batch instead of back to its subpage or chunk, unless
+     * its chunk is being evacuated: a thread cache must take none of that
+     * chunk's memory, or the chunk cannot empty.
      */
     private void freeEntry(long entry) {
         Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
@@ -363,7 +366,7 @@ final class Arena {
             handle = Chunk.runHandle(runStart, runPages);
             refilled = runPages == refillRunPages;
         }
-        if (refilled && refillCount < refillMax) {
+        if (refilled && refillCount < refillMax && !chunk.evacuating) {
             addToRefill(chunk, handle); // still taken: straight to the refill
         } else {
             freeLocked(chunk, handle);
