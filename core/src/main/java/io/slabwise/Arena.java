@@ -175,6 +175,23 @@ final class Arena {
         }
     }
 
+    /**
+     * Lends a whole chunk (the allocation of class {@code wholeClass}) to a
+     * sequential allocator: fills {@code out}'s chunk and handle and marks the
+     * chunk {@link Chunk#lentWhole} in the same step, under the lock, so that
+     * no compaction takes it for a general-pool chunk in between.
+     */
+    synchronized void lendWhole(int wholeClass, Allocation out) {
+        allocate(wholeClass, out);
+        out.chunk.lentWhole = true;
+    }
+
+    /** Takes back a chunk lent with {@link #lendWhole}: unmarked and freed in one step, under the lock. */
+    synchronized void takeBackWhole(Chunk chunk, long handle) {
+        chunk.lentWhole = false;
+        free(chunk, handle);
+    }
+
     /** Carves a run of {@code runPages} pages; returns its chunk and leaves its handle in {@link #carvedRunHandle}. */
     private Chunk allocateRun(int runPages) {
         Chunk chunk = chunkWithRun(runPages);

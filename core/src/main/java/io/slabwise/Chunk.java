@@ -80,6 +80,9 @@ final class Chunk {
     /**
      * Whether the chunk is lent whole to a sequential allocator, which
      * carves it itself: a compaction empties it only through that allocator.
+     * Written under the arena's lock together with the chunk's allocation
+     * and its free ({@link Arena#lendWhole}, {@link Arena#takeBackWhole}), so
+     * that under the lock it says whether the chunk is lent; read by any thread.
      */
     volatile boolean lentWhole;
 

@@ -43,8 +43,7 @@ final class WholeChunks {
      */
     void acquireChunk(Allocation out) {
         int wholeClass = sizes.count() - 1;
-        threadCaches.current().arena.allocate(wholeClass, out);
-        out.chunk.lentWhole = true;
+        threadCaches.current().arena.lendWhole(wholeClass, out);
         out.place(wholeClass, 0, null, 0, 0);
         committed.wholeChunkBytes.addAndGet(sizes.chunkSize());
     }
@@ -52,8 +51,7 @@ final class WholeChunks {
     /** Gives back a chunk taken with {@link #acquireChunk}. */
     void releaseChunk(Allocation chunk) {
         committed.wholeChunkBytes.addAndGet(-sizes.chunkSize());
-        chunk.chunk.lentWhole = false;
-        chunk.chunk.arena.free(chunk.chunk, chunk.handle);
+        chunk.chunk.arena.takeBackWhole(chunk.chunk, chunk.handle);
         chunk.clear();
     }
 
