@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the release had worked; nothing the failure interrupted is left half done.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ChunkSourceReleaseReviewTest {
+class ChunkSourceReleaseFailureTest {
 
     private static final int CHUNK = 64 * 1024;
 

@@ -25,14 +25,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * that release's steps by hand, in the relocator, once the chunk is marked.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class RefillDuringEvacuationReviewTest {
+class RefillDuringEvacuationTest {
 
     private static final int CHUNK = 64 * 1024;
     private static final int ENTRY = 1024;
 
     @Test
     void remoteFreesOfAChunkBeingEmptiedDoNotRefillACache() {
-        ChunkSourceReleaseReviewTest.FailingRelease source = new ChunkSourceReleaseReviewTest.FailingRelease(); // never fails here
+        ChunkSourceReleaseFailureTest.FailingRelease source = new ChunkSourceReleaseFailureTest.FailingRelease(); // never fails here
         try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1)
                 .maxIdleChunksPerArena(0).chunkSource(source).build())) {
             Category cache = pool.category("cache");
