@@ -32,9 +32,10 @@ import java.util.function.LongSupplier;
  * No allocation or release takes a lock here once its thread has a cache.
  * The array of live caches is copied on write under {@code registryLock}
  * (a thread's first allocation, reclaiming); readers take it as it stands.
- * Moving a cache to the dying list and folding it into the retired counts
- * happen under {@code foldLock}, which a snapshot holds while it reads, so
- * no cache is counted twice or missed. An allocating thread that finds dead
+ * Moving a cache to the dying list, flushing it and folding it into the
+ * retired counts happen under {@code foldLock}, which a snapshot holds while
+ * it reads, so no cache is counted twice or missed, and a reclaim returns
+ * only once every dead cache found so far, by it or another, is flushed. An allocating thread that finds dead
  * caches to reclaim (when its arena grew) only tries that lock, and leaves
  * the work for later when a reader holds it: it never waits for a reader.
  */
@@ -322,8 +323,9 @@ final class ThreadCaches {
     /**
      * Flushes the caches of threads that have died back into their arenas,
      * drops their stacks, and folds the counters of those whose allocations
-     * are all released into the retired counts. Returns how many caches were
-     * found dead.
+     * are all released into the retired counts. Waits for a reclaim under
+     * way on another thread, so that on return every cache found dead so far
+     * is flushed. Returns how many caches this call found dead.
      */
     int reclaimDead() {
         foldLock.lock();
@@ -379,12 +381,14 @@ final class ThreadCaches {
                     dying.remove(dying.size() - 1);
                 }
             }
+            // flushed under the lock too: a reclaim that finds no dead cache left (a trim's, a close's) then
+            // returns only once the caches another reclaim took out of the live ones are back in their arenas
+            for (ThreadCache cache : dead) {
+                cache.retire();
+                cache.arena.boundThreads.decrementAndGet();
+            }
         } finally {
             foldLock.unlock();
-        }
-        for (ThreadCache cache : dead) {
-            cache.retire();
-            cache.arena.boundThreads.decrementAndGet();
         }
         return dead.size();
     }
