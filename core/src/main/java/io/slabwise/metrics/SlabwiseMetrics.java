@@ -48,7 +48,9 @@ import java.util.function.ToLongFunction;
  * Instead of one snapshot per meter, the first meter read takes one and the
  * others reuse it for {@value #SNAPSHOT_MILLIS} ms, so a
  * scrape costs one snapshot and all its figures come from the same moment.
- * Two scrapes less than that apart may show the same figures.
+ * Two scrapes less than that apart may show the same figures. Scrapes that
+ * find the snapshot old at the same time take new ones in turn, so the one
+ * kept is never older than one kept before it.
  *
  * <h2>Lifetime</h2>
  * The pool is held weakly: binding does not keep it alive, and once it is
@@ -95,6 +97,8 @@ public final class SlabwiseMetrics implements MeterBinder {
     private final List<MeterRegistry> registries = new ArrayList<>();
     /** Categories whose meters are in every registry of {@link #registries}; read without the lock. */
     private final Set<String> boundCategories = ConcurrentHashMap.newKeySet();
+    /** Held while a snapshot is taken and kept, so that snapshots are kept in the order they were taken. */
+    private final Object snapshotLock = new Object();
     private volatile Snapshot snapshot;
     /** The limit counts of the latest snapshot; kept once the pool is gone, so the counts stay where they were. */
     private volatile LimitStats lastLimits;
@@ -199,23 +203,35 @@ public final class SlabwiseMetrics implements MeterBinder {
         }
     }
 
-    /** The current snapshot, taken again when older than {@value #SNAPSHOT_MILLIS} ms; null once the pool is gone. */
+    /**
+     * The current snapshot, taken again when older than {@value #SNAPSHOT_MILLIS} ms; null once the pool is gone.
+     * Scrapes that find it old at once take a new one in turn, under {@link #snapshotLock}: each kept snapshot is
+     * then newer than the one before, so a counter read from it never goes back, and a scrape that waited reuses
+     * the snapshot just taken.
+     */
     private Snapshot current() {
         long now = nanoClock.getAsLong();
         Snapshot s = snapshot;
         if (s != null && now - s.takenAt() <= SNAPSHOT_NANOS) {
             return s;
         }
-        MemoryPool p = pool.get();
-        if (p == null) {
-            snapshot = null;
-            return null;
+        PoolStats stats;
+        synchronized (snapshotLock) {
+            s = snapshot;
+            if (s != null && now - s.takenAt() <= SNAPSHOT_NANOS) {
+                return s; // taken while this scrape waited
+            }
+            MemoryPool p = pool.get();
+            if (p == null) {
+                snapshot = null;
+                return null;
+            }
+            stats = p.stats();
+            LimitStats limits = p.limitStats();
+            s = new Snapshot(stats, limits, now);
+            snapshot = s;
+            lastLimits = limits;
         }
-        PoolStats stats = p.stats();
-        LimitStats limits = p.limitStats();
-        s = new Snapshot(stats, limits, now);
-        snapshot = s;
-        lastLimits = limits;
         bindNewCategories(stats);
         return s;
     }
