@@ -84,7 +84,7 @@ class DeadCacheTrimReviewTest {
         ConcurrentTasks.await(source.held, "the decay's flush of the dead cache");
         go.countDown();
         // let the trim run until it is done or waits (for the flush under way); then the flush goes on
-        while (!trimming.get() || trimmer.getState() == Thread.State.RUNNABLE) {
+        while (trimmer.isAlive() && (!trimming.get() || trimmer.getState() == Thread.State.RUNNABLE)) {
             Thread.onSpinWait();
         }
         source.release.countDown();
