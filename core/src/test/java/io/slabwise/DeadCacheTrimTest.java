@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
  * that dead threads' caches are flushed before idle memory goes back.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class DeadCacheTrimReviewTest {
+class DeadCacheTrimTest {
 
     private static final int CHUNK = 1 << 20;
     private static final int REGION = 256 * 1024;

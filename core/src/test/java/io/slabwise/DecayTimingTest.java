@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
  * goes back twice.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class DecayTimingReviewTest {
+class DecayTimingTest {
 
     private static final int CHUNK = 1 << 20;
     private static final Duration DECAY = Duration.ofSeconds(10);
@@ -37,7 +37,7 @@ class DecayTimingReviewTest {
     @Test
     void chunksGoBackADecayTimeAfterEachBecameIdleAndMinIdleChunksStay() {
         ManualTime time = new ManualTime();
-        DecayStressReviewTest.TrackingSource source = new DecayStressReviewTest.TrackingSource();
+        DecayStressTest.TrackingSource source = new DecayStressTest.TrackingSource();
         MemoryPool pool = new MemoryPool(config(time, source).maxIdleChunksPerArena(4).minIdleChunks(1).build());
         List<Allocation> chunks = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
@@ -89,7 +89,7 @@ class DecayTimingReviewTest {
     @Test
     void idleDedicatedRegionsDecayListedFromTheirListingAndTheRecentCellFromTheFirstDecayThatSeesIt() {
         ManualTime time = new ManualTime();
-        DecayStressReviewTest.TrackingSource source = new DecayStressReviewTest.TrackingSource();
+        DecayStressTest.TrackingSource source = new DecayStressTest.TrackingSource();
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).idleChunkDecay(DECAY)
                 .ticker(time).scheduler(time).chunkSource(source).build());
         int region = 256 * 1024;
@@ -124,7 +124,7 @@ class DecayTimingReviewTest {
     @Test
     void aDeadThreadsCachedMemoryDecaysFromItsReclaim() throws Exception {
         ManualTime time = new ManualTime();
-        DecayStressReviewTest.TrackingSource source = new DecayStressReviewTest.TrackingSource();
+        DecayStressTest.TrackingSource source = new DecayStressTest.TrackingSource();
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).idleChunkDecay(DECAY)
                 .ticker(time).scheduler(time).chunkSource(source).build());
         Thread thread = new Thread(() -> {

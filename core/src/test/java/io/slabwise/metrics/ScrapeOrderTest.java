@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
  * be older than one it kept before, or a counter read from it goes back.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ScrapeOrderReviewTest {
+class ScrapeOrderTest {
 
     /**
      * Bounded stress: two scrapers whose clock always finds the kept

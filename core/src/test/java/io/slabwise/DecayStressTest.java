@@ -33,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * back to the chunk source twice.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class DecayStressReviewTest {
+class DecayStressTest {
 
     private static final int CHUNK = 1 << 20;
     private static final String[] CATEGORIES = {"default", "a", "b"};
