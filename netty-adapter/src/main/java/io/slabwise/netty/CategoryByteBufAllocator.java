@@ -50,6 +50,12 @@ final class CategoryByteBufAllocator extends AbstractByteBufAllocator implements
         return true;
     }
 
+    /** The allocator's growth policy: Netty's, within the largest buffer the pool serves. */
+    @Override
+    public int calculateNewCapacity(int minNewCapacity, int maxCapacity) {
+        return parent.calculateNewCapacity(minNewCapacity, maxCapacity);
+    }
+
     @Override
     public ByteBufAllocatorMetric metric() {
         return parent.metric();

@@ -241,6 +241,24 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     }
 
     /**
+     * Netty's growth policy, kept within the largest buffer the pool serves
+     * ({@link MemoryPool#maxRequest()}, 8 KiB under 2 GiB with 8 KiB pages).
+     * Past 4 MiB Netty grows in 4 MiB steps and answers {@code maxCapacity}
+     * once a step would come within 4 MiB of it: for a buffer without a bound,
+     * {@link Integer#MAX_VALUE} for any {@code minNewCapacity} from 2 GiB - 4 MiB,
+     * which Netty's own allocators serve but this pool cannot. Where the
+     * answer is past the largest request and {@code minNewCapacity} is not,
+     * the answer is the largest request, so such a buffer grows as Netty's
+     * does instead of failing with {@link IllegalArgumentException}.
+     */
+    @Override
+    public int calculateNewCapacity(int minNewCapacity, int maxCapacity) {
+        int newCapacity = super.calculateNewCapacity(minNewCapacity, maxCapacity);
+        int largest = pool.maxRequest();
+        return newCapacity > largest && minNewCapacity <= largest ? largest : newCapacity;
+    }
+
+    /**
      * Closes the pool behind this allocator; idempotent. Buffers still live stay
      * valid and give their memory back when released; new ones are refused.
      */
