@@ -61,7 +61,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Netty helpers and pipelines that allocate through {@code alloc()}.
  */
 @Timeout(60)
-class AllocatorApiReviewTest {
+class AllocatorApiTest {
 
     private static final int M = Integer.MAX_VALUE;
     private static final PooledByteBufAllocator NETTY = new PooledByteBufAllocator(true);

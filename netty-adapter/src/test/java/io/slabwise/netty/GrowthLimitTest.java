@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * anonymous mappings), so the test touches only the pages it writes.
  */
 @Timeout(60)
-class GrowthLimitReviewTest {
+class GrowthLimitTest {
 
     /** The smallest target for which Netty's policy answers Integer.MAX_VALUE: 2 GiB - 4 MiB. */
     private static final int TARGET = (1 << 31) - (4 << 20);
