@@ -447,13 +447,17 @@ public final class PoolConfig {
             return self();
         }
 
-        /** How many bytes a thread cache keeps at most for one size class. */
+        /**
+         * How many bytes a thread cache keeps at most for one size class: a
+         * cached class larger than this keeps nothing (the large slot above
+         * the cached sizes is not a class's, see {@link #maxCachedSize(int)}).
+         */
         public B maxCachedBytesPerClass(int bytes) {
             this.maxCachedBytesPerClass = requireNonNegative("maxCachedBytesPerClass", bytes);
             return self();
         }
 
-        /** How many entries a thread cache keeps at most for one size class. */
+        /** How many entries a thread cache keeps at most for one size class; 0 keeps none of any class. */
         public B maxCachedEntriesPerClass(int entries) {
             this.maxCachedEntriesPerClass = requireNonNegative("maxCachedEntriesPerClass", entries);
             return self();

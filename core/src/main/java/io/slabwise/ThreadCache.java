@@ -134,13 +134,21 @@ final class ThreadCache {
     /** A cache shared by virtual threads: its stacks, slots and stash only under {@link #lockShared()}. */
     private final boolean shared;
     private final SizeClasses sizes;
+    /** The size classes up to the largest cached size: the ones above them may take the large slot. */
     private final int cachedClasses;
+    /**
+     * The cached classes that have a stack: those of which the per-class
+     * limits allow at least one entry, the first ones (a larger class
+     * allows fewer), none when a class may keep no entry at all. The
+     * others go to the arena as if they were not cached.
+     */
+    private final int stackedClasses;
     private final int maxCachedBytesPerClass;
     private final int maxEntriesPerClass;
     /** The stack of each cached size class, made at the class's first use; none at all after {@link #retire()}. */
     private ClassStack[] stacks;
     private int operationsSinceSweep;
-    /** The largest request a stack serves (the size of the largest cached class); -1 with no cached class. */
+    /** The largest request a stack serves (the size of the largest stacked class); -1 with no stacked class. */
     private final int largestStackedRequest;
     /** Classes above the cached ones, up to this index, may take the single large slot. */
     private final int largestCachedLargeClass;
@@ -207,14 +215,19 @@ final class ThreadCache {
         this.shared = shared;
         this.sizes = arena.sizes;
         this.cachedClasses = maxCachedSize <= 0 ? 0 : Math.min(sizes.count(), SizeClasses.indexOf(Math.min(maxCachedSize, sizes.chunkSize())) + 1);
-        this.largestStackedRequest = cachedClasses == 0 ? -1 : sizes.size(cachedClasses - 1);
+        int stacked = maxEntriesPerClass == 0 ? 0 : cachedClasses;
+        while (stacked > 0 && sizes.size(stacked - 1) > maxCachedBytesPerClass) {
+            stacked--;
+        }
+        this.stackedClasses = stacked;
+        this.largestStackedRequest = stacked == 0 ? -1 : sizes.size(stacked - 1);
         this.largestCachedLargeClass = cachedClasses == 0 ? -1
                 : SizeClasses.indexOf(Math.min(LARGE_SLOT_LIMIT, sizes.chunkSize()));
         this.fittedAbove = caches.fittedAbove();
         this.dedicatedAbove = caches.dedicatedAbove();
         this.maxCachedBytesPerClass = maxCachedBytesPerClass;
         this.maxEntriesPerClass = maxEntriesPerClass;
-        this.stacks = new ClassStack[cachedClasses];
+        this.stacks = new ClassStack[stackedClasses];
         this.counters = new ThreadCounters(shared);
         this.extraRegions = shared ? new Allocation[SHARED_EXTRA_REGIONS] : null;
     }
@@ -261,11 +274,14 @@ final class ThreadCache {
         sharedBusy.setRelease(false);
     }
 
-    /** The stack of cached class {@code sizeIndex}, made on first use; the owner thread, or the shared cache's lock held. */
+    /**
+     * The stack of class {@code sizeIndex}, one of the {@link #stackedClasses},
+     * made on first use; the owner thread, or the shared cache's lock held.
+     */
     private ClassStack stack(int sizeIndex) {
         ClassStack stack = stacks[sizeIndex];
         if (stack == null) {
-            int capacity = Math.max(1, Math.min(maxEntriesPerClass, maxCachedBytesPerClass / sizes.size(sizeIndex)));
+            int capacity = Math.min(maxEntriesPerClass, maxCachedBytesPerClass / sizes.size(sizeIndex)); // at least 1
             stack = new ClassStack(capacity);
             stacks[sizeIndex] = stack;
         }
@@ -325,7 +341,7 @@ final class ThreadCache {
     /** Allocates through the stacks; the owner thread, or a virtual thread holding a shared cache. */
     private void allocateCached(Category category, int requested, int sizeIndex, int reserved, Allocation out) {
         flushIfRequested();
-        ClassStack stack = sizeIndex < cachedClasses ? stack(sizeIndex) : null;
+        ClassStack stack = sizeIndex < stackedClasses ? stack(sizeIndex) : null;
         if (stack != null && stack.hasKept()) {
             stack.unkeep(this::stashHolder); // a caller with a holder of its own takes kept memory as plain entries
         }
@@ -410,7 +426,7 @@ final class ThreadCache {
         flushIfRequested();
         if (chunk.arena != arena) {
             chunk.arena.freeFromOtherArena(chunk, handle); // lock-free, unless the queue is full
-        } else if (sizeIndex < 0 || sizeIndex >= cachedClasses || !stack(sizeIndex).pushOrFlush(arena, chunk, handle)) {
+        } else if (sizeIndex < 0 || sizeIndex >= stackedClasses || !stack(sizeIndex).pushOrFlush(arena, chunk, handle)) {
             if (largeChunk == null && !largeKeptFilled && sizeIndex >= cachedClasses && sizeIndex <= largestCachedLargeClass) {
                 largeChunk = chunk;
                 largeHandle = handle;
@@ -972,8 +988,8 @@ final class ThreadCache {
      */
     boolean keepFilled(Allocation holder) {
         int sizeIndex = holder.sizeIndex;
-        if (sizeIndex >= cachedClasses) {
-            return keepLarge(holder);
+        if (sizeIndex >= stackedClasses) {
+            return sizeIndex >= cachedClasses && keepLarge(holder); // a cached class with no stack keeps nothing
         }
         if (flushRequested || sizeIndex < 0 || holder.chunk.arena != arena || !stack(sizeIndex).keep(holder)) {
             return false;
