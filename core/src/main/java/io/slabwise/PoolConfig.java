@@ -82,13 +82,12 @@ public final class PoolConfig {
         this.minIdleChunks = b.minIdleChunks;
         this.waitAllowed = b.waitAllowed;
         this.chunkSize = b.chunkSize;
-        this.firstChunkSize = b.firstChunkSize == Settings.DEFAULT_FIRST_CHUNK
-                ? Math.min(Settings.FIRST_CHUNK_SIZE, b.chunkSize) : b.firstChunkSize;
+        this.firstChunkSize = b.firstChunkSize == null ? Math.min(Settings.FIRST_CHUNK_SIZE, b.chunkSize) : b.firstChunkSize;
         this.arenas = b.arenas;
         this.arenaSpreadBytes = b.arenaSpreadBytes;
         this.compactionBytesPerSecond = b.compactionBytesPerSecond;
         this.maxCachedSize = b.maxCachedSize;
-        this.dedicatedAbove = b.dedicatedAbove == Settings.DEFAULT_DEDICATED ? b.chunkSize / 8 : b.dedicatedAbove;
+        this.dedicatedAbove = b.dedicatedAbove == null ? b.chunkSize / 8 : b.dedicatedAbove;
         this.maxCachedBytesPerClass = b.maxCachedBytesPerClass;
         this.maxCachedEntriesPerClass = b.maxCachedEntriesPerClass;
         this.maxIdleChunksPerArena = b.maxIdleChunksPerArena;
@@ -290,11 +289,7 @@ public final class PoolConfig {
      */
     public abstract static class Settings<B extends Settings<B>> {
 
-        private static final long UNSET = Long.MIN_VALUE;
-        /** The default of {@link #dedicatedAbove(int)}: an eighth of the chunk size, whatever it ends up being. */
-        private static final int DEFAULT_DEDICATED = -1;
-        /** The default of {@link #firstChunkSize(int)}: {@link #FIRST_CHUNK_SIZE}, or the chunk size when smaller. */
-        private static final int DEFAULT_FIRST_CHUNK = -1;
+        /** The default of {@link #firstChunkSize(int)}, or the chunk size when smaller. */
         private static final int FIRST_CHUNK_SIZE = 256 * 1024;
         /** The longest wait timeout and idle decay; longer ones are taken as this (see {@link #waitTimeout}). */
         public static final Duration LONGEST = Duration.ofDays(100L * 365);
@@ -302,20 +297,24 @@ public final class PoolConfig {
         public static final int MAX_REMOTE_FREE_QUEUE_CAPACITY = 1 << 20;
 
         private int chunkSize = intProperty("slabwise.chunkSize", 4 * 1024 * 1024);
-        /** {@link #DEFAULT_FIRST_CHUNK} until a system property or {@link #firstChunkSize(int)} sets it. */
-        private int firstChunkSize = intProperty("slabwise.firstChunkSize", DEFAULT_FIRST_CHUNK);
+        /**
+         * Null until a system property or {@link #firstChunkSize(int)} sets it:
+         * then {@link #FIRST_CHUNK_SIZE}, or the chunk size when smaller. Not a
+         * value of its own, which a property could give and pass unchecked.
+         */
+        private Integer firstChunkSize = optionalIntProperty("slabwise.firstChunkSize");
         private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
         private long arenaSpreadBytes = longProperty("slabwise.arenaSpreadBytes", 32L * 1024 * 1024);
         private long compactionBytesPerSecond = longProperty("slabwise.compactionBytesPerSecond", 0);
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
-        /** {@link #DEFAULT_DEDICATED} until a system property or {@link #dedicatedAbove(int)} sets it. */
-        private int dedicatedAbove = intProperty("slabwise.dedicatedAbove", DEFAULT_DEDICATED);
+        /** Null until a system property or {@link #dedicatedAbove(int)} sets it: then an eighth of the chunk size. */
+        private Integer dedicatedAbove = optionalIntProperty("slabwise.dedicatedAbove");
         private int maxCachedBytesPerClass = intProperty("slabwise.maxCachedBytesPerClass", 1024 * 1024);
         private int maxCachedEntriesPerClass = intProperty("slabwise.maxCachedEntriesPerClass", 256);
         private int maxIdleChunksPerArena = intProperty("slabwise.maxIdleChunksPerArena", 1);
         private int maxIdleBlocks = intProperty("slabwise.maxIdleBlocks", 4);
-        /** {@link #UNSET} until a system property or {@link #maxMemory(long)} sets it. */
-        private long maxMemory = longProperty("slabwise.maxMemory", UNSET);
+        /** Null until a system property or {@link #maxMemory(long)} sets it (see there for the default). */
+        private Long maxMemory = optionalLongProperty("slabwise.maxMemory");
         private LimitPolicy limitPolicy = policyProperty("slabwise.limitPolicy", LimitPolicy.FAIL);
         private Duration waitTimeout = Duration.ofMillis(longProperty("slabwise.waitTimeoutMillis", 5000));
         private final Map<String, Long> quotas = new LinkedHashMap<>();
@@ -599,7 +598,7 @@ public final class PoolConfig {
          */
         protected final PoolConfig buildConfig() {
             chunkSize(chunkSize);
-            if (firstChunkSize != DEFAULT_FIRST_CHUNK) {
+            if (firstChunkSize != null) {
                 firstChunkSize(firstChunkSize);
                 if (firstChunkSize > chunkSize) {
                     throw new IllegalArgumentException("firstChunkSize (" + firstChunkSize
@@ -610,7 +609,7 @@ public final class PoolConfig {
             arenaSpreadBytes(arenaSpreadBytes);
             compactionBytesPerSecond(compactionBytesPerSecond);
             maxCachedSize(maxCachedSize);
-            if (dedicatedAbove != DEFAULT_DEDICATED) {
+            if (dedicatedAbove != null) {
                 dedicatedAbove(dedicatedAbove);
                 if (dedicatedAbove > chunkSize) {
                     throw new IllegalArgumentException("dedicatedAbove (" + dedicatedAbove
@@ -629,13 +628,14 @@ public final class PoolConfig {
                 throw new IllegalArgumentException("quotas name " + quotas.size() + " categories: with '"
                         + Category.DEFAULT_NAME + "' a pool has at most " + Category.MAX_CATEGORIES);
             }
-            long ceiling = maxMemory;
-            if (ceiling == UNSET) {
+            long ceiling;
+            if (maxMemory == null) {
                 // memory the JVM's direct-memory limit does not see gets that limit as its ceiling
                 boolean jvmCounts = chunkSource == DirectChunkSource.INSTANCE && DirectChunkSource.countedByJvmLimit();
                 boolean builtIn = chunkSource == DirectChunkSource.INSTANCE || chunkSource == MappedChunkSource.create();
                 ceiling = builtIn && !jvmCounts ? JvmDirectMemory.max() : Long.MAX_VALUE;
             } else {
+                ceiling = maxMemory;
                 maxMemory(ceiling);
             }
             if (ceiling < chunkSize) {
@@ -675,9 +675,15 @@ public final class PoolConfig {
         }
 
         private static long longProperty(String name, long fallback) {
+            Long value = optionalLongProperty(name);
+            return value != null ? value : fallback;
+        }
+
+        /** The value of a system property, or null when it is not set. */
+        private static Long optionalLongProperty(String name) {
             String value = System.getProperty(name);
             if (value == null || value.isBlank()) {
-                return fallback;
+                return null;
             }
             try {
                 return Long.parseLong(value.trim());
@@ -687,9 +693,15 @@ public final class PoolConfig {
         }
 
         private static int intProperty(String name, int fallback) {
+            Integer value = optionalIntProperty(name);
+            return value != null ? value : fallback;
+        }
+
+        /** The value of a system property, or null when it is not set. */
+        private static Integer optionalIntProperty(String name) {
             String value = System.getProperty(name);
             if (value == null || value.isBlank()) {
-                return fallback;
+                return null;
             }
             try {
                 return Integer.parseInt(value.trim());
