@@ -53,6 +53,8 @@ public final class BlockPool {
     static final int SUB_BLOCKS_PER_BLOCK = 16;
     /** How many mini-blocks make a sub-block. */
     static final int MINI_BLOCKS_PER_SUB_BLOCK = 32;
+    /** The most stripes a block pool may have. */
+    static final int MAX_STRIPES = 1024;
 
     private final Admission admission;
     private final WholeChunks chunks;
@@ -119,8 +121,8 @@ public final class BlockPool {
             throw new IllegalArgumentException("block size must be a power of two from " + PoolConfig.PAGE_SIZE
                     + " to the chunk size " + chunkSize + ": " + blockSize);
         }
-        if (stripes < 1 || stripes > 1024) {
-            throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
+        if (stripes < 1 || stripes > MAX_STRIPES) {
+            throw new IllegalArgumentException("stripes must be from 1 to " + MAX_STRIPES + ": " + stripes);
         }
     }
 

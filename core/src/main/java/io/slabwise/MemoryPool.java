@@ -374,10 +374,11 @@ public final class MemoryPool implements AutoCloseable {
 
     /**
      * A sequential allocator (FIFO slab) for the named category, with one
-     * stripe per available processor and requests up to the pool's largest.
+     * stripe per available processor (at most 1024) and requests up to the pool's largest.
      */
     public SequentialAllocator sequential(String categoryName) {
-        return sequential(categoryName, Runtime.getRuntime().availableProcessors(), maxRequest());
+        return sequential(categoryName, Math.min(SequentialAllocator.MAX_STRIPES, Runtime.getRuntime().availableProcessors()),
+                maxRequest());
     }
 
     /**
@@ -396,9 +397,13 @@ public final class MemoryPool implements AutoCloseable {
                 key -> new SequentialAllocator(admission, wholeChunks, category, stripes, largest));
     }
 
-    /** A block pool of 1 MiB blocks (or the chunk size, if smaller) for the named category. */
+    /**
+     * A block pool of 1 MiB blocks (or the chunk size, if smaller) for the
+     * named category, with one stripe per available processor (at most 1024).
+     */
     public BlockPool blocks(String categoryName) {
-        return blocks(categoryName, Math.min(1 << 20, chunkSize()), Runtime.getRuntime().availableProcessors());
+        return blocks(categoryName, Math.min(1 << 20, chunkSize()),
+                Math.min(BlockPool.MAX_STRIPES, Runtime.getRuntime().availableProcessors()));
     }
 
     /**

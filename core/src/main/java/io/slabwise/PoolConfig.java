@@ -17,7 +17,7 @@ import java.util.function.BooleanSupplier;
  *   <tr><td>chunk size</td><td>{@code slabwise.chunkSize}</td><td>4 MiB (a power of two, 64 KiB to 256 MiB)</td></tr>
  *   <tr><td>size of an arena's first chunks</td><td>{@code slabwise.firstChunkSize}</td><td>256 KiB, or the chunk
  *       size when smaller (the chunk size gives every chunk one size)</td></tr>
- *   <tr><td>arenas</td><td>{@code slabwise.arenas}</td><td>2 x available processors</td></tr>
+ *   <tr><td>arenas</td><td>{@code slabwise.arenas}</td><td>2 x available processors, at most 1024</td></tr>
  *   <tr><td>arena chunk bytes per arena in use</td><td>{@code slabwise.arenaSpreadBytes}</td><td>32 MiB (0 spreads threads
  *       over every arena from the start)</td></tr>
  *   <tr><td>smallest request with a region of its own</td><td>{@code slabwise.dedicatedAbove}</td><td>an eighth of
@@ -293,6 +293,8 @@ public final class PoolConfig {
         private static final int FIRST_CHUNK_SIZE = 256 * 1024;
         /** The longest wait timeout and idle decay; longer ones are taken as this (see {@link #waitTimeout}). */
         public static final Duration LONGEST = Duration.ofDays(100L * 365);
+        /** The most arenas a pool may have. */
+        private static final int MAX_ARENAS = 1024;
         /** The largest {@link #remoteFreeQueueCapacity}: 8 MiB of queue per arena. */
         public static final int MAX_REMOTE_FREE_QUEUE_CAPACITY = 1 << 20;
 
@@ -303,7 +305,7 @@ public final class PoolConfig {
          * value of its own, which a property could give and pass unchecked.
          */
         private Integer firstChunkSize = optionalIntProperty("slabwise.firstChunkSize");
-        private int arenas = intProperty("slabwise.arenas", 2 * Runtime.getRuntime().availableProcessors());
+        private int arenas = intProperty("slabwise.arenas", Math.min(MAX_ARENAS, 2 * Runtime.getRuntime().availableProcessors()));
         private long arenaSpreadBytes = longProperty("slabwise.arenaSpreadBytes", 32L * 1024 * 1024);
         private long compactionBytesPerSecond = longProperty("slabwise.compactionBytesPerSecond", 0);
         private int maxCachedSize = intProperty("slabwise.maxCachedSize", 64 * 1024);
@@ -365,10 +367,10 @@ public final class PoolConfig {
             return bytes;
         }
 
-        /** The number of arenas, at least 1. */
+        /** The number of arenas, from 1 to 1024; by default twice the available processors, at most 1024. */
         public B arenas(int count) {
-            if (count < 1 || count > 1024) {
-                throw new IllegalArgumentException("arenas must be from 1 to 1024: " + count);
+            if (count < 1 || count > MAX_ARENAS) {
+                throw new IllegalArgumentException("arenas must be from 1 to " + MAX_ARENAS + ": " + count);
             }
             this.arenas = count;
             return self();

@@ -69,6 +69,8 @@ public final class SequentialAllocator implements Allocator {
 
     /** Slices are rounded up to a multiple of this many bytes. */
     public static final int ALIGNMENT = 8;
+    /** The most stripes an allocator may have. */
+    static final int MAX_STRIPES = 1024;
 
     private final Admission admission;
     private final WholeChunks chunks;
@@ -122,8 +124,8 @@ public final class SequentialAllocator implements Allocator {
 
     /** Checks the arguments of a sequential allocator before anything is made for it. */
     static void checkArguments(int stripes, int maxRequest) {
-        if (stripes < 1 || stripes > 1024) {
-            throw new IllegalArgumentException("stripes must be from 1 to 1024: " + stripes);
+        if (stripes < 1 || stripes > MAX_STRIPES) {
+            throw new IllegalArgumentException("stripes must be from 1 to " + MAX_STRIPES + ": " + stripes);
         }
         if (maxRequest < 1) {
             throw new IllegalArgumentException("the largest request must be positive: " + maxRequest);
