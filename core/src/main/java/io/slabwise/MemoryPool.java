@@ -504,10 +504,11 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Like {@link #allocate(Category, int, Allocation)}, but never waits:
-     * with {@code returnFalseAtLimit} it returns false at a limit whatever the
-     * category's policy (a try-allocate); without, the category's policy
-     * applies.
+     * With {@code returnFalseAtLimit}, a try-allocate: like
+     * {@link #allocate(Category, int, Allocation)}, but it never waits, and
+     * returns false at a limit whatever the category's policy. Without, it is
+     * {@code allocate}: the category's policy applies, a
+     * {@link LimitPolicy#WAIT} included.
      */
     public boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
         checkRequest(requested);
