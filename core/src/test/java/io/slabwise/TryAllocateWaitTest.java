@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (it said "never waits" for both).
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class TryAllocateReviewTest {
+class TryAllocateWaitTest {
 
     @Test
     void onlyATryAllocateNeverWaits() {

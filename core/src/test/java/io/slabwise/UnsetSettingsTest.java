@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * set, and passed unchecked where any other out-of-range value fails.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class UnsetSettingsReviewTest {
+class UnsetSettingsTest {
 
     @ParameterizedTest(name = "-D{0}={1}")
     @CsvSource({

@@ -63,7 +63,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * configuration's index) and {@code FUZZ_TIMING} widen or narrow a run by hand.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ConfigFuzzReviewTest {
+class ConfigFuzzTest {
 
     private static final int PAGE = PoolConfig.PAGE_SIZE;
     private static final int MAX_REQUEST = Integer.MAX_VALUE & -PAGE;

@@ -14,7 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * releases go back to the arena.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class CacheLimitsReviewTest {
+class CacheLimitsTest {
 
     private static long cachedAfterReleases(PoolConfig config, int... sizes) {
         try (MemoryPool pool = new MemoryPool(config)) {

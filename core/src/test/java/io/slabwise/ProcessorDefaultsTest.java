@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * settings failed to build ("arenas must be from 1 to 1024").
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ProcessorDefaultsReviewTest {
+class ProcessorDefaultsTest {
 
     @Test
     void theDefaultsBuildAPoolWithMoreThanAThousandProcessors() throws Exception {
