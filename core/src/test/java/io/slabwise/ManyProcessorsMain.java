@@ -2,8 +2,9 @@ package io.slabwise;
 
 /**
  * Builds a pool of the default settings, with a sequential allocator and a
- * block pool of the default stripes, and prints how many arenas and stripes
- * it got; run in a JVM told it has many processors.
+ * block pool of the default stripes, closes it, and prints how many arenas
+ * it got, last (after what the JVM prints when the pool frees its chunks);
+ * run in a JVM told it has many processors.
  */
 public final class ManyProcessorsMain {
 
@@ -18,7 +19,7 @@ public final class ManyProcessorsMain {
             pool.free(a);
             pool.blocks("blocks").allocateBlock(a);
             pool.free(a);
-            System.out.println(Runtime.getRuntime().availableProcessors() + " processors: " + config.arenas() + " arenas");
         }
+        System.out.println(Runtime.getRuntime().availableProcessors() + " processors: " + config.arenas() + " arenas");
     }
 }
