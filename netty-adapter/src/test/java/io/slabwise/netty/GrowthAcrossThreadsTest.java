@@ -11,10 +11,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -61,11 +58,13 @@ class GrowthAcrossThreadsTest {
                 .recycleBuffers(recycle).build();
         SequentialByteBufAllocator log = allocator.sequential("log", 2, CHUNK);
         BlockingQueue<Entry> handOff = new ArrayBlockingQueue<>(64);
-        ExecutorService pool = Executors.newFixedThreadPool(2);
-        List<Future<?>> done = new ArrayList<>();
+        // threads of its own, joined: an executor's threads may still be alive when it says it terminated, and a
+        // live thread's cache keeps what it holds through the trim below
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < 2; t++) {
             int id = t;
-            done.add(pool.submit(() -> {
+            threads.add(start(failure, () -> {
                 Random random = new Random(id);
                 List<Entry> mine = new ArrayList<>();
                 int steps = STEPS;
@@ -104,18 +103,18 @@ class GrowthAcrossThreadsTest {
                     verify(e.buf, e.seed);
                     e.buf.release();
                 }
-                return null;
             }));
         }
-        for (Future<?> f : done) {
-            f.get();
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("a thread failed", failure.get());
         }
         for (Entry e; (e = handOff.poll()) != null; ) {
             verify(e.buf, e.seed);
             e.buf.release();
         }
-        pool.shutdown();
-        pool.awaitTermination(10, TimeUnit.SECONDS);
         PoolStats stats = allocator.stats();
         assertEquals(0, stats.requestedBytes(), stats::report);
         assertEquals(0, stats.reservedBytes(), stats::report);
@@ -124,5 +123,18 @@ class GrowthAcrossThreadsTest {
         allocator.trim();
         allocator.close();
         assertEquals(0, allocator.stats().committedBytes(), () -> allocator.stats().report());
+    }
+
+    /** Starts {@code task} on a thread of its own; its failure, if any, goes into {@code failure}. */
+    private static Thread start(AtomicReference<Throwable> failure, Runnable task) {
+        Thread thread = new Thread(() -> {
+            try {
+                task.run();
+            } catch (Throwable e) {
+                failure.compareAndSet(null, e);
+            }
+        });
+        thread.start();
+        return thread;
     }
 }
