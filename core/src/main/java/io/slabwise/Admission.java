@@ -135,6 +135,11 @@ final class Admission {
         return refusal == Attempt.DONE || atLimit(attempt, category, requested, out, refusal, LimitPolicy.RETURN_NULL);
     }
 
+    /** {@link #tryAdmit} with {@code neverWait} (null or false at a limit, whatever the policy), else {@link #admit}. */
+    boolean admit(Attempt attempt, Category category, int requested, Allocation out, boolean neverWait) {
+        return neverWait ? tryAdmit(attempt, category, requested, out) : admit(attempt, category, requested, out);
+    }
+
     private LimitPolicy policyOf(Category category) {
         LimitPolicy policy = category.policy;
         return policy != null ? policy : config.limitPolicy();

@@ -159,8 +159,7 @@ public final class BlockPool {
             throw new IllegalArgumentException("block pool '" + category + "': payload size must be positive: " + size);
         }
         PayloadAttempt attempt = new PayloadAttempt(callerStripe());
-        boolean done = neverWait ? admission.tryAdmit(attempt, category, size, null) : admission.admit(attempt, category, size, null);
-        return done ? attempt.parts : null;
+        return admission.admit(attempt, category, size, null, neverWait) ? attempt.parts : null;
     }
 
     /** How a payload of {@code size} bytes is cut: whole blocks, whole sub-blocks, then mini-blocks for the remainder. */

@@ -514,15 +514,9 @@ public final class MemoryPool implements AutoCloseable {
         checkRequest(requested);
         checkCategory(category);
         checkNotLive(out);
-        return admitGeneral(category, requested, out, returnFalseAtLimit);
+        return admission.admit(generalAttempt, category, requested, out, returnFalseAtLimit);
     }
 
-    /** The general pool's admission of a checked request: never waiting at a limit with {@code noWaitAtLimit}. */
-    private boolean admitGeneral(Category category, int requested, Allocation out, boolean noWaitAtLimit) {
-        return noWaitAtLimit
-                ? admission.tryAdmit(generalAttempt, category, requested, out)
-                : admission.admit(generalAttempt, category, requested, out);
-    }
 
     /**
      * Allocates {@code requested} bytes for {@code category}, a category of
@@ -548,7 +542,7 @@ public final class MemoryPool implements AutoCloseable {
             }
         }
         Allocation out = cache.takeHolder();
-        return admitGeneral(category, requested, out, returnNullAtLimit) ? out : null;
+        return admission.admit(generalAttempt, category, requested, out, returnNullAtLimit) ? out : null;
     }
 
     static void checkNotLive(Allocation out) {

@@ -35,9 +35,10 @@ import java.util.function.LongSupplier;
  * Moving a cache to the dying list, flushing it and folding it into the
  * retired counts happen under {@code foldLock}, which a snapshot holds while
  * it reads, so no cache is counted twice or missed, and a reclaim returns
- * only once every dead cache found so far, by it or another, is flushed. An allocating thread that finds dead
- * caches to reclaim (when its arena grew) only tries that lock, and leaves
- * the work for later when a reader holds it: it never waits for a reader.
+ * only once every dead cache found so far, by it or another, is flushed. An
+ * allocating thread that finds dead caches to reclaim (when its arena grew)
+ * only tries that lock, and leaves the work for later when a reader holds
+ * it: it never waits for a reader.
  */
 final class ThreadCaches {
 
