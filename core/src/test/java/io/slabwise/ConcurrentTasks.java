@@ -13,8 +13,11 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Helpers for the concurrency tests: run tasks on threads and fail on any failure, take from a neighbour, await a latch. */
-final class ConcurrentTasks {
+/**
+ * Helpers for the concurrency tests: run tasks on threads and fail on any failure, take from a neighbour, await a latch.
+ * Public for the tests of the engine's subpackages.
+ */
+public final class ConcurrentTasks {
 
     private ConcurrentTasks() {
     }
@@ -24,15 +27,7 @@ final class ConcurrentTasks {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
         for (Runnable task : tasks) {
-            Thread thread = new Thread(() -> {
-                try {
-                    task.run();
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            threads.add(thread);
-            thread.start();
+            threads.add(startCapturingFailure(task, failure));
         }
         for (Thread thread : threads) {
             thread.join();
@@ -43,7 +38,7 @@ final class ConcurrentTasks {
     }
 
     /** Starts {@code task} on a new thread; its failure, if any, goes into {@code failure} (the first one wins). */
-    static Thread startCapturingFailure(Runnable task, AtomicReference<Throwable> failure) {
+    public static Thread startCapturingFailure(Runnable task, AtomicReference<Throwable> failure) {
         Thread thread = new Thread(() -> {
             try {
                 task.run();

@@ -3,6 +3,7 @@ package io.slabwise.metrics;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.slabwise.Allocation;
+import io.slabwise.ConcurrentTasks;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import org.junit.jupiter.api.Test;
@@ -52,23 +53,23 @@ class ScrapeOrderTest {
         AtomicBoolean done = new AtomicBoolean();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
-        threads.add(start(failure, () -> {
+        threads.add(ConcurrentTasks.startCapturingFailure(() -> {
             Allocation a = new Allocation();
             while (!done.get()) {
                 pool.allocate(16, a);
                 pool.free(a);
             }
-        }));
+        }, failure));
         List<Thread> scrapers = new ArrayList<>();
         for (int s = 0; s < 2; s++) {
             FunctionCounter allocations = counters.get(s);
-            scrapers.add(start(failure, () -> {
+            scrapers.add(ConcurrentTasks.startCapturingFailure(() -> {
                 for (int i = 0; i < 20_000; i++) {
                     allocations.count();
                 }
-            }));
+            }, failure));
         }
-        threads.add(start(failure, () -> {
+        threads.add(ConcurrentTasks.startCapturingFailure(() -> {
             reading.set(true);
             FunctionCounter allocations = counters.get(2);
             double last = 0;
@@ -79,7 +80,7 @@ class ScrapeOrderTest {
                 }
                 last = now;
             }
-        }));
+        }, failure));
         for (Thread scraper : scrapers) {
             scraper.join();
         }
@@ -88,17 +89,5 @@ class ScrapeOrderTest {
             thread.join();
         }
         assertNull(failure.get());
-    }
-
-    private static Thread start(AtomicReference<Throwable> failure, Runnable task) {
-        Thread thread = new Thread(() -> {
-            try {
-                task.run();
-            } catch (Throwable t) {
-                failure.compareAndSet(null, t);
-            }
-        });
-        thread.start();
-        return thread;
     }
 }
