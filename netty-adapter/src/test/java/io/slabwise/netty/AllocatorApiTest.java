@@ -44,6 +44,7 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -371,37 +372,13 @@ class AllocatorApiTest {
         try {
             Channel server = new ServerBootstrap().group(group).channel(LocalServerChannel.class)
                     .childOption(ChannelOption.ALLOCATOR, serverAlloc)
-                    .childHandler(new ChannelInitializer<LocalChannel>() {
-                        @Override
-                        protected void initChannel(LocalChannel ch) {
-                            ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(1 << 20, 0, 4, 0, 4),
-                                    new LengthFieldPrepender(4), new StringDecoder(StandardCharsets.UTF_8),
-                                    new StringEncoder(StandardCharsets.UTF_8),
-                                    new SimpleChannelInboundHandler<String>() {
-                                        @Override
-                                        protected void channelRead0(ChannelHandlerContext ctx, String msg) {
-                                            seen.add(ctx.alloc());
-                                            ctx.writeAndFlush(msg.toUpperCase());
-                                        }
-                                    });
-                        }
-                    }).bind(address).sync().channel();
+                    .childHandler(framedStrings((ctx, msg) -> {
+                        seen.add(ctx.alloc());
+                        ctx.writeAndFlush(msg.toUpperCase());
+                    })).bind(address).sync().channel();
             Channel client = new Bootstrap().group(group).channel(LocalChannel.class)
                     .option(ChannelOption.ALLOCATOR, allocator)
-                    .handler(new ChannelInitializer<LocalChannel>() {
-                        @Override
-                        protected void initChannel(LocalChannel ch) {
-                            ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(1 << 20, 0, 4, 0, 4),
-                                    new LengthFieldPrepender(4), new StringDecoder(StandardCharsets.UTF_8),
-                                    new StringEncoder(StandardCharsets.UTF_8),
-                                    new SimpleChannelInboundHandler<String>() {
-                                        @Override
-                                        protected void channelRead0(ChannelHandlerContext ctx, String msg) {
-                                            replies.add(msg);
-                                        }
-                                    });
-                        }
-                    }).connect(address).sync().channel();
+                    .handler(framedStrings((ctx, msg) -> replies.add(msg))).connect(address).sync().channel();
             for (int i = 0; i < 50; i++) {
                 client.writeAndFlush("message \u00e9 " + i + " " + "y".repeat(i * 37));
             }
@@ -417,6 +394,23 @@ class AllocatorApiTest {
         }
         assertNothingLive(allocator);
         allocator.close();
+    }
+
+    /** A pipeline of length-framed UTF-8 strings whose every string goes to {@code onString}. */
+    private static ChannelInitializer<LocalChannel> framedStrings(BiConsumer<ChannelHandlerContext, String> onString) {
+        return new ChannelInitializer<LocalChannel>() {
+            @Override
+            protected void initChannel(LocalChannel ch) {
+                ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(1 << 20, 0, 4, 0, 4), new LengthFieldPrepender(4),
+                        new StringDecoder(StandardCharsets.UTF_8), new StringEncoder(StandardCharsets.UTF_8),
+                        new SimpleChannelInboundHandler<String>() {
+                            @Override
+                            protected void channelRead0(ChannelHandlerContext ctx, String msg) {
+                                onString.accept(ctx, msg);
+                            }
+                        });
+            }
+        };
     }
 
     /** Refusals at a quota and at the ceiling, through every path, leave nothing live or committed behind. */
