@@ -70,13 +70,13 @@ for ((round = 1; round <= rounds; round++)); do
   echo "round$round $(load1)" >> "$out/loads"
   echo "== round $round: started at load $(load1); cost and memory ($compact_order)"
   "$java" -jar "$jar" 'CompactionBenchmark.compact$' -p allocator="${compact_order// /,}" -p layout="$layouts" \
-      -p freed="$freed" -p cacheMiB="$cache_mib" -f 1 "${compact_timing[@]}" \
+      -p freed="$freed" -p cacheMiB="$cache_mib" -f 1 "${compact_timing[@]}" -foe true \
       -rf json -rff "$out/compact@round$round.json" -jvmArgsAppend "$jvm" > "$out/compact@round$round.log" 2>&1 \
       || { echo "JMH failed, see $out/compact@round$round.log" >&2; tail -20 "$out/compact@round$round.log" >&2; exit 1; }
   echo "== round $round: readers and writers ($order) at load $(load1)"
   "$java" -jar "$jar" 'CompactionReadWriteBenchmark.cache$' -p allocator="${order// /,}" -p freed="$rw_freed" \
       -p hotFraction="$hot" -p cacheMiB="$cache_mib" -p compactionMiBPerSecond="$mibps" -tg "$groups" -f 1 \
-      "${rw_timing[@]}" -prof gc -rf json -rff "$out/rw@round$round.json" -jvmArgsAppend "$jvm" \
+      "${rw_timing[@]}" -foe true -prof gc -rf json -rff "$out/rw@round$round.json" -jvmArgsAppend "$jvm" \
       > "$out/rw@round$round.log" 2>&1 \
       || { echo "JMH failed, see $out/rw@round$round.log" >&2; tail -20 "$out/rw@round$round.log" >&2; exit 1; }
 done

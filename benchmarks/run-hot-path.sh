@@ -54,7 +54,7 @@ for kind in $kinds; do
   echo "== thread kind $kind: started at load $(load1)"
   # -jvmArgsAppend on the command line replaces the benchmark's @Fork options, executor included
   "$java" -jar "$jar" "AllocateReleaseBenchmark.$benchmark\$" -p allocator="${allocators// /,}" -p size="$sizes" \
-      -f "$forks" "${timing[@]}" -prof gc -rf json -rff "$out/hot-path@$kind.json" -jvmArgsAppend "$base $executor" \
+      -f "$forks" "${timing[@]}" -foe true -prof gc -rf json -rff "$out/hot-path@$kind.json" -jvmArgsAppend "$base $executor" \
       > "$out/jmh@$kind.log" 2>&1 || { echo "JMH failed for $kind, see $out/jmh@$kind.log" >&2; tail -20 "$out/jmh@$kind.log" >&2; exit 1; }
   files+=("$out/hot-path@$kind.json")
 done

@@ -46,7 +46,7 @@ for threads in $thread_counts; do
   echo "t$threads $(load1)" >> "$out/loads"
   echo "== $threads threads: started at load $(load1)"
   "$java" -jar "$jar" "$pattern" -t "$threads" -p allocator="${allocators// /,}" -p size="$sizes" \
-      -f "$forks" "${timing[@]}" -prof gc -rf json -rff "$out/scaling@t$threads.json" -jvmArgsAppend "$jvm" \
+      -f "$forks" "${timing[@]}" -foe true -prof gc -rf json -rff "$out/scaling@t$threads.json" -jvmArgsAppend "$jvm" \
       > "$out/jmh@t$threads.log" 2>&1 || { echo "JMH failed for -t $threads, see $out/jmh@t$threads.log" >&2; tail -20 "$out/jmh@t$threads.log" >&2; exit 1; }
   files+=("$out/scaling@t$threads.json")
 done
