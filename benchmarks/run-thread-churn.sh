@@ -14,11 +14,16 @@
 # Environment: SCENARIOS (default "virtual platform"); ALLOCATORS (default "slabwise pooled adaptive");
 # JAVA_OPTS, added to every JVM's options; JAR, another copy of the benchmarks jar (so that a rebuild
 # during the run does not change what is measured). A run that does not end in 15 minutes fails.
+# A failed run shows in the tables; unless every failure is an OutOfMemoryError (a result of its own), the
+# script then exits with status 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 virtual_threads=${2:-100000}
 platform_threads=${3:-20000}
+for count in "$rounds" "$virtual_threads" "$platform_threads"; do
+  [[ $count =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [rounds] [virtual-threads] [platform-threads]" >&2; exit 2; }
+done
 scenarios=${SCENARIOS:-virtual platform}
 allocators=${ALLOCATORS:-slabwise pooled adaptive}
 if [[ -n "${JAVA_HOME:-}" ]]; then java="$JAVA_HOME/bin/java"; else java=java; fi
@@ -126,4 +131,8 @@ if [[ -s $work/stderr ]]; then
   echo
   echo "standard error of the JVMs (count, [allocator scenario] line):"
   sort "$work/stderr" | uniq -c | sort -rn | head -30
+fi
+if awk '/ failed=/ && !/ failed=OutOfMemoryError/ {bad = 1} END {exit !bad}' "$results"; then
+  echo "runs failed (see the tables and the standard error above)" >&2
+  exit 1
 fi
