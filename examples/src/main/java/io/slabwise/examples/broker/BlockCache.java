@@ -158,7 +158,7 @@ public final class BlockCache implements AutoCloseable {
                 throw e;
             }
             entries.put(key, buf);
-            bytes += size;
+            bytes += buf.capacity(); // what eviction takes off: more than size if the loader wrote past it
             return buf.retainedDuplicate();
         } finally {
             lock.unlock();
