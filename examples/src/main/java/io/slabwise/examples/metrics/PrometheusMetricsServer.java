@@ -103,6 +103,7 @@ public final class PrometheusMetricsServer implements AutoCloseable {
         } catch (InterruptedException | RuntimeException e) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             registry.close();
+            allocator.close();
             throw e;
         }
     }
@@ -122,12 +123,13 @@ public final class PrometheusMetricsServer implements AutoCloseable {
         return registry;
     }
 
-    /** Stops listening, closes the event loops and the registry. */
+    /** Stops listening, closes the event loops, the registry and the allocator the server made. */
     @Override
     public void close() {
         channel.close().syncUninterruptibly();
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
         registry.close();
+        allocator.close();
     }
 
     /**
