@@ -288,4 +288,23 @@ class BlockCacheTest {
         assertEquals(0, blockStats().requested());
         assertEquals(0, blockStats().liveBuffers());
     }
+
+    /**
+     * A loader that writes more than the size it was given grows the buffer
+     * (a block's composite may grow): the cache counts what it holds, so its
+     * bytes stay the category's requested bytes and fall back to zero once
+     * everything left the cache.
+     */
+    @Test
+    void aLoaderThatWritesPastItsSizeKeepsTheCountTrue() {
+        BlockCache cache = new BlockCache(allocator.blocks("block_cache"), 4L << 20);
+        int size = 64 * KIB;
+        ByteBuf read = cache.getOrLoad("grown", size, (key, buf) -> buf.writeZero(size + 1));
+        read.release();
+        assertEquals(blockStats().requested(), cache.bytes(), "the cache's bytes against its category's requested bytes");
+        cache.invalidate("grown");
+        assertEquals(0, cache.bytes());
+        assertEquals(0, blockStats().requested());
+        cache.close();
+    }
 }

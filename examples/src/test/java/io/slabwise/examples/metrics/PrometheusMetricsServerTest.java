@@ -2,6 +2,7 @@ package io.slabwise.examples.metrics;
 
 import io.netty.buffer.ByteBuf;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
@@ -11,6 +12,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -23,6 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code /metrics} over a real socket: the Slabwise series are there, tagged,
  * described and consistent, next to Micrometer's stock Netty series.
  */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class PrometheusMetricsServerTest {
 
     private static final int HELD = 100_000;
@@ -124,6 +127,15 @@ class PrometheusMetricsServerTest {
         Double value = samples.get(series);
         assertNotNull(value, series + " in " + samples.keySet());
         return value;
+    }
+
+    /** The server made its allocator, so closing the server closes it: its memory goes back, not at exit. */
+    @Test
+    void closeClosesTheAllocatorItMade() throws Exception {
+        PrometheusMetricsServer server = PrometheusMetricsServer.start(0);
+        server.allocator().forCategory(PrometheusMetricsServer.PAYLOAD_CATEGORY).directBuffer(HELD).release();
+        server.close();
+        assertTrue(server.allocator().pool().isClosed(), "the server's allocator is still open after close()");
     }
 
     private static String statusLine(String response) {
