@@ -46,7 +46,7 @@ for round in $(seq 1 "$rounds"); do
       *) props="-D$row=true"; allocators=slabwise_recycle ;;
     esac
     "$java" -jar "$jar" 'AllocateReleaseBenchmark.allocateRelease$' -p allocator=$allocators -p size=64,1024 \
-        -f 2 -wi 3 -w 1s -i 3 -r 1s -jvmArgsAppend "$jvm $props" 2>&1 \
+        -f 2 -wi 3 -w 1s -i 3 -r 1s -foe true -jvmArgsAppend "$jvm $props" 2>&1 \
       | awk -v row="$row" '/^AllocateReleaseBenchmark/ {print row, $2, $3, $(NF-3)}' | tee -a "$work/results"
   done
 done
