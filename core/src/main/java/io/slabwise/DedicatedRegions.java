@@ -174,7 +174,35 @@ final class DedicatedRegions {
             evicted = closed || chunk.chunkSize() > maxIdleBytes ? List.of(chunk) : list(chunk);
         }
         if (evicted != null) {
-            evicted.forEach(c -> committed.decommit(c.region));
+            decommitAll(evicted);
+        }
+    }
+
+    /**
+     * Gives back regions that have left the idle list and the counts, every
+     * one of them even when the chunk source throws an {@link Error} for one
+     * (which {@link CommittedMemory#decommit} passes on): nothing else holds
+     * them, so one not given back here would stay committed for good. The
+     * first such Error is thrown once all have gone back.
+     */
+    private void decommitAll(List<Chunk> regions) {
+        Throwable failure = null;
+        for (Chunk chunk : regions) {
+            try {
+                committed.decommit(chunk.region);
+            } catch (RuntimeException | Error e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure instanceof Error error) {
+            throw error;
+        }
+        if (failure != null) {
+            throw (RuntimeException) failure;
         }
     }
 
@@ -239,8 +267,8 @@ final class DedicatedRegions {
         long bytes = 0;
         for (Chunk chunk : released) {
             bytes += chunk.chunkSize();
-            committed.decommit(chunk.region);
         }
+        decommitAll(released);
         return new long[] {released.size(), bytes};
     }
 
