@@ -346,8 +346,8 @@ final class CommittedMemory {
 
     /**
      * Takes {@code size} bytes from the chunk source, already counted by
-     * {@code limit.tryCommit}: whatever fails (the source throws, or returns
-     * another size) uncommits them again and is thrown.
+     * {@code limit.tryCommit}: whatever fails (the source throws, returns
+     * null or returns another size) uncommits them again and is thrown.
      */
     private NativeRegion takeCommitted(int size) {
         NativeRegion region;
@@ -357,6 +357,10 @@ final class CommittedMemory {
         } catch (RuntimeException | Error e) {
             limit.uncommit(size);
             throw e;
+        }
+        if (region == null) {
+            limit.uncommit(size);
+            throw new IllegalStateException("chunk source " + source + " returned null for " + size + " bytes");
         }
         if (region.size() != size) {
             try {
