@@ -13,12 +13,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A chunk source that returns null instead of a region: the allocation fails
  * with a clear exception and the bytes counted for it are uncommitted again,
- * as when a source throws or returns a region of another size. Before, they
- * stayed committed for good: the ceiling lower by as much, a closed pool
- * never reaching zero.
+ * as when a source throws or returns a region of another size; else the
+ * ceiling would be lower by as much for good, and a closed pool would never
+ * reach zero.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ChunkSourceNullRegionReviewTest {
+class ChunkSourceNullRegionTest {
 
     private static final int CHUNK = 64 * 1024;
 

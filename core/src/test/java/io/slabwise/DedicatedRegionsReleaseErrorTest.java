@@ -19,11 +19,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * pool gives back several idle dedicated regions in one go (a trim, or the
  * oldest listed regions pushed out by a larger one): the Error reaches the
  * caller, as {@link ChunkSource#release} says, and the other regions of the
- * batch go back all the same. Before, they had left the idle list and were
- * never given back: committed for good, even after close.
+ * batch go back all the same: they have left the idle list, so one not
+ * given back there would stay committed for good, even after close.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class DedicatedReleaseErrorReviewTest {
+class DedicatedRegionsReleaseErrorTest {
 
     private static final int CHUNK = MemoryPoolTest.CHUNK;
     /** 37 pages: above the default dedicated threshold of an eighth of a 1 MiB chunk. */
