@@ -107,7 +107,15 @@ final class ThreadCache {
     static final int SWEEP_INTERVAL = 8192;
     /** The largest run the single large slot keeps: a thread holds at most this much there. */
     static final int LARGE_SLOT_LIMIT = 1 << 20;
-    /** Allocations of a cached size class taken from the arena at once when the stack is empty. */
+    /**
+     * Tries of a shared cache's lock by a thread asking it to flush (see
+     * {@link #flushShared}), spinning: enough to outlast a holder that is
+     * letting go, a few microseconds.
+     */
+    private static final int FLUSH_LOCK_SPINS = 256;
+    /** Tries after {@link #FLUSH_LOCK_SPINS}, each after a {@link Thread#yield()}: about a millisecond at most. */
+    private static final int FLUSH_LOCK_YIELDS = 1024;
+    /** The stacks of a dead thread's cache, which caches nothing more (see {@link #retire}). */
     private static final ClassStack[] NO_STACKS = new ClassStack[0];
     /** Dedicated regions a shared cache keeps filled beyond its slot's one (see {@link #extraRegions}). */
     static final int SHARED_EXTRA_REGIONS = 3;
@@ -589,17 +597,35 @@ final class ThreadCache {
 
     /**
      * Gives a shared cache's entries back to the arena from any thread: at
-     * once when no virtual thread holds it, else at its next operation.
+     * once, by this thread or by the virtual thread holding the cache as it
+     * lets go; after a long hold, at the holder's release of the lock.
+     *
+     * <p>The request is set first, then the lock tried until it is taken or
+     * the request answered: a holder that read no request just before it was
+     * set lets go of the lock a few instructions later, and with one try the
+     * request would wait for the cache's next operation, which may never come
+     * (a closed pool). The tries spin, then yield (the holder's thread may
+     * have been descheduled as it let go), and stop after about a
+     * millisecond: a holder that is not yet letting go reads the request when
+     * it does, and the callers (trims, closes, waiters at a limit,
+     * compactions) never hold a shared cache's lock themselves.
      */
     void flushShared() {
-        if (lockShared()) {
-            try {
-                flush();
-            } finally {
-                unlockShared();
+        requestFlush();
+        for (int tries = 0; flushRequested && tries < FLUSH_LOCK_SPINS + FLUSH_LOCK_YIELDS; tries++) {
+            if (lockShared()) {
+                try {
+                    flush();
+                } finally {
+                    unlockShared();
+                }
+                return;
             }
-        } else {
-            requestFlush();
+            if (tries < FLUSH_LOCK_SPINS) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield(); // the holder's thread may have been descheduled as it was letting go
+            }
         }
     }
 
