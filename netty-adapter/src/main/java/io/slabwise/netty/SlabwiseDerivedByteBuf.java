@@ -400,18 +400,19 @@ abstract class SlabwiseDerivedByteBuf extends AbstractByteBuf {
     }
 
     // a new view for each read from a channel, not the parent's reused one: two slices of one buffer may be
-    // filled from channels on two threads at once
+    // filled from channels on two threads at once; the parent's nioBuffer makes it after checking the window
+    // against the parent's current capacity, as every other access here is checked
 
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        return SlabwiseDirectByteBuf.readFrom(in, parent.view(idx(index), length));
+        return SlabwiseDirectByteBuf.readFrom(in, parent.nioBuffer(idx(index), length));
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
-        return SlabwiseDirectByteBuf.readFrom(in, parent.view(idx(index), length), position);
+        return SlabwiseDirectByteBuf.readFrom(in, parent.nioBuffer(idx(index), length), position);
     }
 
     @Override
