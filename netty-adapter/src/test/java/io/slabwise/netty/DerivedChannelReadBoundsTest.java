@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * into its category's general pool when it shrinks to nothing).
  */
 @Timeout(60)
-class DerivedChannelBoundsReviewTest {
+class DerivedChannelReadBoundsTest {
 
     private static final int PARENT = 64 * 1024;
     private static final int VICTIM = 16;
@@ -75,7 +75,7 @@ class DerivedChannelBoundsReviewTest {
     void channelReadsIntoASlicePastTheShrunkParentAreRejected(String kind, boolean nativeAccess) throws IOException {
         SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).arenas(1)
                 .nativeAccess(nativeAccess).build();
-        Path file = Files.createTempFile("slabwise-review", ".bin");
+        Path file = Files.createTempFile("slabwise-derived-read", ".bin");
         try (FileChannel fileChannel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             fileChannel.write(ByteBuffer.wrap(new byte[WRITE]), 0);
             boolean sequential = kind.equals("sequential");
