@@ -235,6 +235,7 @@ final class Admission {
                             MemoryLimit.WaitQueue queue, long deadline) throws InterruptedException {
         int waitedFor = queue == limit.ceilingQueue ? Attempt.CEILING : Attempt.QUOTA;
         while (true) {
+            checkOpen(); // a close() wakes this caller too: memory released since then must not serve it
             long seen = limit.releaseCount();
             int refusal = attempt.tryOnce(category, requested, out);
             if (refusal == Attempt.CEILING) {
