@@ -367,9 +367,12 @@ final class Admission {
                             + category.quota + " bytes, category reserved " + category.trackedReserved.get()
                             + " bytes; pool " + usage + suffix);
         }
+        // the compaction reserve stops this thread a chunk under the ceiling: say so, or committed looks to have room
+        long reserve = limit.max - limit.ceilingFor(Thread.currentThread());
+        String reserved = reserve > 0 ? " (" + reserve + " bytes of it kept for compactions)" : "";
         return new MemoryLimitException(MemoryLimitException.Kind.CEILING, category.name(), requested, limit.max,
                 "memory ceiling reached: category '" + category + "' requested " + requested + " bytes, limit "
-                        + limit.max + " bytes; pool " + usage + suffix);
+                        + limit.max + " bytes" + reserved + "; pool " + usage + suffix);
     }
 
     /** Changes a tracked category's quota at run time and lets waiting callers try again. */
