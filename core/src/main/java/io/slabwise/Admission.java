@@ -100,14 +100,14 @@ final class Admission {
     /**
      * Whether an allocation in {@code category} must line up behind callers
      * already waiting instead of trying first: true, for callers that would
-     * wait themselves, while someone waits for the ceiling or for this
+     * wait themselves ({@code policy}, read once by the caller), while someone waits for the ceiling or for this
      * category's quota, the resources this caller competes for. This keeps a
      * stream of small requests from starving a large one, and leaves callers
      * that compete for neither resource alone.
      */
-    boolean mustQueue(Category category) {
+    boolean mustQueue(Category category, LimitPolicy policy) {
         return limit.hasWaiters() && (limit.ceilingQueue.hasWaiters() || category.quotaQueue.hasWaiters())
-                && policyOf(category) == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
+                && policy == LimitPolicy.WAIT && config.waitAllowed().getAsBoolean();
     }
 
     /**
@@ -121,11 +121,16 @@ final class Admission {
         return !category.tracked && !closed && !limit.hasWaiters();
     }
 
-    /** Tries once unless the caller must line up; then, or when refused, the slow path. */
+    /**
+     * Tries once unless the caller must line up; then, or when refused, the
+     * slow path. The category's policy is read once: a {@code MemoryPool.setPolicy}
+     * meanwhile never refuses a caller that lined up under WAIT untried.
+     */
     boolean admit(Attempt attempt, Category category, int requested, Allocation out) {
         checkOpen();
-        int refusal = mustQueue(category) ? Attempt.QUEUED : attempt.tryOnce(category, requested, out);
-        return refusal == Attempt.DONE || atLimit(attempt, category, requested, out, refusal, policyOf(category));
+        LimitPolicy policy = policyOf(category);
+        int refusal = mustQueue(category, policy) ? Attempt.QUEUED : attempt.tryOnce(category, requested, out);
+        return refusal == Attempt.DONE || atLimit(attempt, category, requested, out, refusal, policy);
     }
 
     /** {@link #admit} under {@link LimitPolicy#RETURN_NULL} whatever the category's policy: never waits. */
