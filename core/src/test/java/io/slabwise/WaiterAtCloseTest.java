@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
  * between the close and its next try.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class LimitCloseReviewTest {
+class WaiterAtCloseTest {
 
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;

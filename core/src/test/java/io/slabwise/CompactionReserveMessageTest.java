@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * under the ceiling, and the message says so.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class LimitMessageReviewTest {
+class CompactionReserveMessageTest {
 
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;

@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link LimitPolicy#WAIT} waits its turn; none is refused without a try.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class PolicyChangeReviewTest {
+class PolicyChangeWhileQueuingTest {
 
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;
