@@ -315,7 +315,10 @@ public final class PoolStats {
         return (char) ('0' + Math.max(1, percent / 10));
     }
 
-    /** Formats a byte count with a binary unit, e.g. {@code 1.5 MiB}. */
+    /**
+     * Formats a byte count with a binary unit and one decimal, e.g. {@code 1.5 MiB}; a count that would
+     * round to {@code 1024.0} of a unit is shown in the next ({@code 1.0 MiB}, never {@code 1024.0 KiB}).
+     */
     public static String bytes(long bytes) {
         long abs = Math.abs(bytes);
         if (abs < 1024) {
@@ -324,7 +327,8 @@ public final class PoolStats {
         String[] units = {"KiB", "MiB", "GiB", "TiB"};
         double value = bytes;
         int unit = -1;
-        while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+        // from 1023.95 up, one decimal would print 1024.0 of this unit: such a value reads as 1.0 of the next
+        while (Math.abs(value) >= 1023.95 && unit < units.length - 1) {
             value /= 1024;
             unit++;
         }
