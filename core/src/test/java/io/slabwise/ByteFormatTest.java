@@ -14,7 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * unit, not as {@code 1024.0} of the unit below.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
-class ByteFormatReviewTest {
+class ByteFormatTest {
 
     @Test
     void aFigureThatRoundsTo1024ReadsInTheNextUnit() {
