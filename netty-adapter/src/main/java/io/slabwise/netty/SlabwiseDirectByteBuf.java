@@ -3,6 +3,7 @@ package io.slabwise.netty;
 import io.netty.buffer.AbstractByteBuf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.util.ByteProcessor;
 import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.internal.ObjectUtil;
 import io.netty.util.internal.PlatformDependent;
@@ -662,6 +663,9 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         byte[] tmp = new byte[Math.min(length, STREAM_COPY_CHUNK)];
         for (int done = 0; done < length; ) {
             int n = Math.min(tmp.length, length - done);
+            if (done > 0) {
+                checkIndex(index + done, n); // see below
+            }
             copyTo(index + done, tmp, 0, n);
             out.write(tmp, 0, n);
             done += n;
@@ -747,8 +751,66 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (read <= 0) {
             return read;
         }
+        checkIndex(index, read); // see below
         copyFrom(index, tmp, 0, read);
         return read;
+    }
+
+    // Code we do not control runs in the middle of a stream copy (the stream's read or write) and of a
+    // walk with a ByteProcessor, and it may release this buffer or change its capacity (and so move it):
+    // every later access is checked again, or it would read or write memory that by then belongs to other
+    // buffers. Netty's own buffers do not check again. Plain gets and sets call nothing and pay nothing.
+
+    @Override
+    public int forEachByte(ByteProcessor processor) {
+        ensureAccessible();
+        return firstStop(readerIndex(), writerIndex(), processor);
+    }
+
+    @Override
+    public int forEachByte(int index, int length, ByteProcessor processor) {
+        checkIndex(index, length);
+        return firstStop(index, index + length, processor);
+    }
+
+    @Override
+    public int forEachByteDesc(ByteProcessor processor) {
+        ensureAccessible();
+        return lastStop(readerIndex(), writerIndex(), processor);
+    }
+
+    @Override
+    public int forEachByteDesc(int index, int length, ByteProcessor processor) {
+        checkIndex(index, length);
+        return lastStop(index, index + length, processor);
+    }
+
+    /** The first index in {@code [start, end)} where {@code processor} stops, or -1; each byte read with a check. */
+    private int firstStop(int start, int end, ByteProcessor processor) {
+        try {
+            for (int i = start; i < end; i++) {
+                if (!processor.process(getByte(i))) {
+                    return i;
+                }
+            }
+        } catch (Exception e) {
+            PlatformDependent.throwException(e);
+        }
+        return -1;
+    }
+
+    /** The last index in {@code [start, end)} where {@code processor} stops, or -1; each byte read with a check. */
+    private int lastStop(int start, int end, ByteProcessor processor) {
+        try {
+            for (int i = end - 1; i >= start; i--) {
+                if (!processor.process(getByte(i))) {
+                    return i;
+                }
+            }
+        } catch (Exception e) {
+            PlatformDependent.throwException(e);
+        }
+        return -1;
     }
 
     @Override
