@@ -1,7 +1,10 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.ByteProcessor;
 import io.netty.util.IllegalReferenceCountException;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -13,6 +16,7 @@ import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Random;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -166,5 +170,55 @@ class CallbackReentryReviewTest {
             n += buf.getByte(i) == PATTERN ? 1 : 0;
         }
         return n;
+    }
+
+    /**
+     * The walks read eight bytes at a time: for every length from 0 to 40, start, stop position and
+     * direction (seeded), they visit the same bytes in the same order and stop at the same index as the
+     * walks of a Netty heap buffer with the same content, on both access paths.
+     */
+    @Test
+    void walksVisitEveryByteInOrderAsNettysBuffersDo() {
+        Random random = new Random(42);
+        for (boolean nativeAccess : new boolean[] {true, false}) {
+            SlabwiseAllocator allocator = SlabwiseAllocator.builder().nativeAccess(nativeAccess).build();
+            try {
+                for (int length = 0; length <= 40; length++) {
+                    byte[] content = new byte[length + 5];
+                    random.nextBytes(content);
+                    ByteBuf ours = allocator.directBuffer(content.length).writeBytes(content);
+                    ByteBuf theirs = Unpooled.wrappedBuffer(content);
+                    try {
+                        for (int trial = 0; trial < 20; trial++) {
+                            int start = random.nextInt(content.length - length + 1);
+                            int stopAfter = random.nextInt(length + 2); // past the end: never stops
+                            for (boolean descending : new boolean[] {false, true}) {
+                                List<Byte> seenOurs = new ArrayList<>();
+                                List<Byte> seenTheirs = new ArrayList<>();
+                                int stopOurs = walk(ours, start, length, descending, stopAfter, seenOurs);
+                                int stopTheirs = walk(theirs, start, length, descending, stopAfter, seenTheirs);
+                                String what = (descending ? "forEachByteDesc(" : "forEachByte(") + start + ", "
+                                        + length + "), stop after " + stopAfter + ", native access " + nativeAccess;
+                                assertEquals(stopTheirs, stopOurs, what);
+                                assertEquals(seenTheirs, seenOurs, what);
+                            }
+                        }
+                    } finally {
+                        ours.release();
+                    }
+                }
+            } finally {
+                allocator.close();
+            }
+        }
+    }
+
+    /** One walk that records the bytes it is handed and stops at the {@code stopAfter}-th. */
+    private static int walk(ByteBuf buf, int start, int length, boolean descending, int stopAfter, List<Byte> seen) {
+        ByteProcessor processor = b -> {
+            seen.add(b);
+            return seen.size() < stopAfter;
+        };
+        return descending ? buf.forEachByteDesc(start, length, processor) : buf.forEachByte(start, length, processor);
     }
 }
