@@ -35,7 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * processor. Netty's pooled buffers check only once, on entry, and do both.
  */
 @Timeout(60)
-class CallbackReentryReviewTest {
+class CallbackReentryTest {
 
     private static final int SIZE = 16 * 1024;
     private static final int SHRUNK = 16;
