@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.channels.ScatteringByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -40,7 +39,7 @@ class DerivedChannelReadBoundsTest {
     private static final byte PATTERN = 0x5A;
 
     /** A channel that fills whatever it is handed with ones. */
-    private static final class OnesChannel implements ScatteringByteChannel {
+    private static final class OnesChannel extends SingleBufferChannel {
         @Override
         public int read(ByteBuffer dst) {
             int n = dst.remaining();
@@ -48,25 +47,6 @@ class DerivedChannelReadBoundsTest {
                 dst.put((byte) 1);
             }
             return n;
-        }
-
-        @Override
-        public long read(ByteBuffer[] dsts, int offset, int length) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public long read(ByteBuffer[] dsts) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public boolean isOpen() {
-            return true;
-        }
-
-        @Override
-        public void close() {
         }
     }
 

@@ -6,7 +6,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.ByteBuffer;
-import java.nio.channels.ScatteringByteChannel;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -33,7 +32,7 @@ class DerivedChannelReadTest {
     private static final int HALF = 32;
 
     /** A channel whose read fills the destination with one byte value, after an optional hand-shake. */
-    private static final class FillingChannel implements ScatteringByteChannel {
+    private static final class FillingChannel extends SingleBufferChannel {
         final byte value;
         final CountDownLatch gotView;
         final CountDownLatch mayWrite;
@@ -66,25 +65,6 @@ class DerivedChannelReadTest {
                 dst.put(value);
             }
             return n;
-        }
-
-        @Override
-        public long read(ByteBuffer[] dsts, int offset, int length) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public long read(ByteBuffer[] dsts) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public boolean isOpen() {
-            return true;
-        }
-
-        @Override
-        public void close() {
         }
     }
 
