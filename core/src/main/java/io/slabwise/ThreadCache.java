@@ -113,8 +113,12 @@ final class ThreadCache {
      * letting go, a few microseconds.
      */
     private static final int FLUSH_LOCK_SPINS = 256;
-    /** Tries after {@link #FLUSH_LOCK_SPINS}, each after a {@link Thread#yield()}: about a millisecond at most. */
-    private static final int FLUSH_LOCK_YIELDS = 1024;
+    /**
+     * How long tries go on after {@link #FLUSH_LOCK_SPINS}, each after a
+     * {@link Thread#yield()}: longer than a descheduled thread waits for its
+     * processor (a scheduler time slice or two), short for a trim or a close.
+     */
+    private static final long FLUSH_LOCK_WAIT_NANOS = 20_000_000;
     /** The stacks of a dead thread's cache, which caches nothing more (see {@link #retire}). */
     private static final ClassStack[] NO_STACKS = new ClassStack[0];
     /** Dedicated regions a shared cache keeps filled beyond its slot's one (see {@link #extraRegions}). */
@@ -605,14 +609,15 @@ final class ThreadCache {
      * set lets go of the lock a few instructions later, and with one try the
      * request would wait for the cache's next operation, which may never come
      * (a closed pool). The tries spin, then yield (the holder's thread may
-     * have been descheduled as it let go), and stop after about a
-     * millisecond: a holder that is not yet letting go reads the request when
-     * it does, and the callers (trims, closes, waiters at a limit,
-     * compactions) never hold a shared cache's lock themselves.
+     * have been descheduled as it let go), and stop after 20 ms: a holder
+     * that is not yet letting go reads the request when it does, and the
+     * callers (trims, closes, waiters at a limit, compactions) never hold a
+     * shared cache's lock themselves.
      */
     void flushShared() {
         requestFlush();
-        for (int tries = 0; flushRequested && tries < FLUSH_LOCK_SPINS + FLUSH_LOCK_YIELDS; tries++) {
+        long deadline = 0;
+        for (int tries = 0; flushRequested; tries++) {
             if (lockShared()) {
                 try {
                     flush();
@@ -623,9 +628,15 @@ final class ThreadCache {
             }
             if (tries < FLUSH_LOCK_SPINS) {
                 Thread.onSpinWait();
-            } else {
-                Thread.yield(); // the holder's thread may have been descheduled as it was letting go
+                continue;
             }
+            long now = System.nanoTime();
+            if (deadline == 0) {
+                deadline = now + FLUSH_LOCK_WAIT_NANOS;
+            } else if (now - deadline > 0) {
+                return; // the holder answers the request when it lets go
+            }
+            Thread.yield(); // the holder's thread may have been descheduled as it was letting go
         }
     }
 
