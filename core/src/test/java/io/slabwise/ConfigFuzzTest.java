@@ -963,21 +963,6 @@ class ConfigFuzzTest {
             try {
                 boolean ok;
                 switch (path) {
-                    case ALLOCATE -> {
-                        Allocation a = new Allocation();
-                        ok = run.pool.allocate(size, a);
-                        made.add(a);
-                    }
-                    case CATEGORY -> {
-                        Allocation a = new Allocation();
-                        ok = run.pool.allocate(category, size, a);
-                        made.add(a);
-                    }
-                    case TRY -> {
-                        Allocation a = new Allocation();
-                        ok = run.pool.tryAllocate(category, size, a, r.nextBoolean());
-                        made.add(a);
-                    }
                     case STASHED -> {
                         Allocation a = run.pool.allocateStashed(category, size, r.nextBoolean());
                         ok = a != null;
@@ -985,27 +970,24 @@ class ConfigFuzzTest {
                             made.add(a);
                         }
                     }
-                    case SEQUENTIAL -> {
-                        Allocation a = new Allocation();
-                        ok = r.nextBoolean() ? run.sequential.allocate(size, a) : run.sequential.tryAllocate(size, a);
-                        made.add(a);
-                    }
-                    case RELOCATABLE -> {
-                        Allocation a = new Allocation();
-                        ok = run.pool.allocate(category, size, a);
-                        made.add(a);
-                    }
-                    case RELOCATABLE_SLICE -> {
-                        Allocation a = new Allocation();
-                        ok = run.relocatableSlices.allocate(size, a);
-                        made.add(a);
-                    }
-                    default -> {
+                    case BLOCK -> {
                         List<Allocation> parts = r.nextBoolean() ? run.blocks.allocate(size) : run.blocks.tryAllocate(size);
                         ok = parts != null;
                         if (ok) {
                             made.addAll(parts);
                         }
+                    }
+                    default -> { // the paths that fill a holder of the caller's
+                        Allocation a = new Allocation();
+                        ok = switch (path) {
+                            case ALLOCATE -> run.pool.allocate(size, a);
+                            case CATEGORY, RELOCATABLE -> run.pool.allocate(category, size, a);
+                            case TRY -> run.pool.tryAllocate(category, size, a, r.nextBoolean());
+                            case SEQUENTIAL -> r.nextBoolean() ? run.sequential.allocate(size, a) : run.sequential.tryAllocate(size, a);
+                            case RELOCATABLE_SLICE -> run.relocatableSlices.allocate(size, a);
+                            default -> throw new AssertionError(path);
+                        };
+                        made.add(a);
                     }
                 }
                 if (!valid) {
