@@ -64,7 +64,7 @@ class GrowthAcrossThreadsTest {
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < 2; t++) {
             int id = t;
-            threads.add(start(failure, () -> {
+            threads.add(FailureCapturingThreads.start(failure, () -> {
                 Random random = new Random(id);
                 List<Entry> mine = new ArrayList<>();
                 int steps = STEPS;
@@ -123,18 +123,5 @@ class GrowthAcrossThreadsTest {
         allocator.trim();
         allocator.close();
         assertEquals(0, allocator.stats().committedBytes(), () -> allocator.stats().report());
-    }
-
-    /** Starts {@code task} on a thread of its own; its failure, if any, goes into {@code failure}. */
-    private static Thread start(AtomicReference<Throwable> failure, Runnable task) {
-        Thread thread = new Thread(() -> {
-            try {
-                task.run();
-            } catch (Throwable e) {
-                failure.compareAndSet(null, e);
-            }
-        });
-        thread.start();
-        return thread;
     }
 }

@@ -145,15 +145,7 @@ class RelocationConcurrencyTest {
     }
 
     private Thread start(Runnable task) {
-        Thread thread = new Thread(() -> {
-            try {
-                task.run();
-            } catch (Throwable e) {
-                failure.compareAndSet(null, e);
-            }
-        });
-        thread.start();
-        return thread;
+        return FailureCapturingThreads.start(failure, task);
     }
 
     private void joinAll(List<Thread> threads) throws InterruptedException {
