@@ -114,9 +114,10 @@ final class ThreadCache {
      */
     private static final int FLUSH_LOCK_SPINS = 256;
     /**
-     * How long tries go on after {@link #FLUSH_LOCK_SPINS}, each after a
-     * {@link Thread#yield()}: longer than a descheduled thread waits for its
-     * processor (a scheduler time slice or two), short for a trim or a close.
+     * How long the tries go on, those after {@link #FLUSH_LOCK_SPINS} each
+     * after a {@link Thread#yield()}: longer than a descheduled thread waits
+     * for its processor (a scheduler time slice or two), short for a trim or
+     * a close.
      */
     private static final long FLUSH_LOCK_WAIT_NANOS = 20_000_000;
     /** The stacks of a dead thread's cache, which caches nothing more (see {@link #retire}). */
@@ -616,7 +617,7 @@ final class ThreadCache {
      */
     void flushShared() {
         requestFlush();
-        long deadline = 0;
+        long deadline = System.nanoTime() + FLUSH_LOCK_WAIT_NANOS;
         for (int tries = 0; flushRequested; tries++) {
             if (lockShared()) {
                 try {
@@ -628,15 +629,11 @@ final class ThreadCache {
             }
             if (tries < FLUSH_LOCK_SPINS) {
                 Thread.onSpinWait();
-                continue;
-            }
-            long now = System.nanoTime();
-            if (deadline == 0) {
-                deadline = now + FLUSH_LOCK_WAIT_NANOS;
-            } else if (now - deadline > 0) {
+            } else if (System.nanoTime() - deadline > 0) {
                 return; // the holder answers the request when it lets go
+            } else {
+                Thread.yield(); // the holder's thread may have been descheduled as it was letting go
             }
-            Thread.yield(); // the holder's thread may have been descheduled as it was letting go
         }
     }
 
