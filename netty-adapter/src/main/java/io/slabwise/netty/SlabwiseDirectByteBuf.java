@@ -663,10 +663,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         byte[] tmp = new byte[Math.min(length, STREAM_COPY_CHUNK)];
         for (int done = 0; done < length; ) {
             int n = Math.min(tmp.length, length - done);
-            if (done > 0) {
-                checkIndex(index + done, n); // see below
-            }
-            copyTo(index + done, tmp, 0, n);
+            getBytes(index + done, tmp, 0, n); // checked for every chunk: see below
             out.write(tmp, 0, n);
             done += n;
         }
@@ -751,8 +748,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (read <= 0) {
             return read;
         }
-        checkIndex(index, read); // see below
-        copyFrom(index, tmp, 0, read);
+        setBytes(index, tmp, 0, read); // checked again after the read: see below
         return read;
     }
 
