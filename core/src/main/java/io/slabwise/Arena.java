@@ -1,6 +1,6 @@
 package io.slabwise;
 
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -103,8 +103,18 @@ final class Arena {
      * field.
      */
     private volatile Chunk[] chunksById = new Chunk[16];
-    private final List<Chunk> chunks = new ArrayList<>();
-    private int idleChunks;
+    /** Ids of released chunks, for the next new chunks; ids above {@link #nextChunkId} were never used. */
+    private int[] freeChunkIds = new int[16];
+    private int freeChunkIdCount;
+    private int nextChunkId;
+    /** The chunks, oldest first, indexed by their longest free run: where a run goes. */
+    private final PlacementIndex placement = new PlacementIndex();
+    /** The chunks with nothing allocated, in the order they became idle. */
+    private final IdleChunks idle = new IdleChunks();
+    /** Chunks per band of occupancy ({@link Chunk#occupancyBandOf}), kept as chunks fill and drain. */
+    private final int[] chunksByOccupancy = new int[6];
+    /** Carved subpages with no element taken, linked through {@link Subpage#nextEmpty}; a trim gives their runs back. */
+    private Subpage emptySubpages;
     /** Bytes of the chunks this arena holds, idle ones included; written under the lock, read by any thread. */
     volatile long heldBytes;
     private final Subpage[] subpageHeads;
@@ -196,8 +206,8 @@ final class Arena {
     private Chunk allocateRun(int runPages) {
         Chunk chunk = chunkWithRun(runPages);
         carvedRunHandle = chunk.allocateRun(runPages);
-        chunk.usedBytes += (long) runPages << pageShift;
-        usedBytes += (long) runPages << pageShift;
+        placement.update(chunk);
+        addUsed(chunk, (long) runPages << pageShift);
         return chunk;
     }
 
@@ -283,6 +293,7 @@ final class Arena {
             int runPages = sizes.subpageRunPages(sizeIndex);
             Chunk chunk = chunkWithRun(runPages);
             long run = chunk.allocateRun(runPages);
+            placement.update(chunk);
             subpage = spareSubpage(sizeIndex, chunk, Chunk.runStart(run));
             if (subpage == null) {
                 subpage = new Subpage(chunk, Chunk.runStart(run), runPages, sizeIndex, sizes.size(sizeIndex));
@@ -294,13 +305,30 @@ final class Arena {
     }
 
     private long takeElement(Subpage subpage) {
+        if (subpage.empty) {
+            unlistEmpty(subpage);
+        }
         long handle = subpage.allocate();
         if (!subpage.hasFree()) {
             unlinkSubpage(subpage);
         }
-        subpage.chunk.usedBytes += subpage.elementSize;
-        usedBytes += subpage.elementSize;
+        addUsed(subpage.chunk, subpage.elementSize);
         return handle;
+    }
+
+    /**
+     * Adds {@code delta} bytes to what {@code chunk} and the arena have handed
+     * out, and moves the chunk between bands of occupancy as it crosses one.
+     */
+    private void addUsed(Chunk chunk, long delta) {
+        chunk.usedBytes += delta;
+        usedBytes += delta;
+        int band = chunk.occupancyBandOf(chunk.usedBytes);
+        if (band != chunk.occupancyBand) {
+            chunksByOccupancy[chunk.occupancyBand]--;
+            chunksByOccupancy[band]++;
+            chunk.occupancyBand = band;
+        }
     }
 
     /** Frees memory of this arena; the caller holds no arena lock. */
@@ -410,13 +438,16 @@ final class Arena {
         if (Chunk.isSubpage(handle)) {
             Subpage subpage = chunk.subpageAt(Chunk.runStart(handle));
             subpage.free(Chunk.element(handle));
-            chunk.usedBytes -= subpage.elementSize;
-            usedBytes -= subpage.elementSize;
+            addUsed(chunk, -subpage.elementSize);
             if (!subpage.linked && !chunk.evacuating) {
                 linkSubpage(subpage); // it was full; with a single element it is now empty as well
             }
-            if (subpage.isEmpty() && (subpage.prev != null || subpage.next != null)) {
-                releaseSubpage(subpage); // an empty subpage goes back unless it is the last of its class
+            if (subpage.isEmpty()) {
+                if (subpage.prev != null || subpage.next != null) {
+                    releaseSubpage(subpage); // an empty subpage goes back unless it is the last of its class
+                } else {
+                    listEmpty(subpage); // kept, for the class's next allocation or until a trim
+                }
             }
             if (chunk.usedBytes == 0) {
                 releaseEmptySubpagesOf(chunk); // but those kept must not keep a chunk from going idle
@@ -425,8 +456,8 @@ final class Arena {
         } else {
             int runPages = Chunk.runPages(handle);
             chunk.freeRun(Chunk.runStart(handle), runPages);
-            chunk.usedBytes -= (long) runPages << pageShift;
-            usedBytes -= (long) runPages << pageShift;
+            placement.update(chunk);
+            addUsed(chunk, -((long) runPages << pageShift));
             if (chunk.usedBytes == 0) {
                 releaseEmptySubpagesOf(chunk);
             }
@@ -438,9 +469,40 @@ final class Arena {
         if (subpage.linked) {
             unlinkSubpage(subpage);
         }
-        subpage.chunk.setSubpage(subpage.runStart, null);
-        subpage.chunk.freeRun(subpage.runStart, subpage.runPages);
+        if (subpage.empty) {
+            unlistEmpty(subpage);
+        }
+        Chunk chunk = subpage.chunk;
+        chunk.setSubpage(subpage.runStart, null);
+        chunk.freeRun(subpage.runStart, subpage.runPages);
+        placement.update(chunk);
         keepSpare(subpage);
+    }
+
+    /** Lists a carved subpage that has just emptied in {@link #emptySubpages}. */
+    private void listEmpty(Subpage subpage) {
+        subpage.empty = true;
+        subpage.prevEmpty = null;
+        subpage.nextEmpty = emptySubpages;
+        if (emptySubpages != null) {
+            emptySubpages.prevEmpty = subpage;
+        }
+        emptySubpages = subpage;
+    }
+
+    /** Takes a subpage out of {@link #emptySubpages}: an element of it is taken, or its run goes back. */
+    private void unlistEmpty(Subpage subpage) {
+        if (subpage.prevEmpty != null) {
+            subpage.prevEmpty.nextEmpty = subpage.nextEmpty;
+        } else {
+            emptySubpages = subpage.nextEmpty;
+        }
+        if (subpage.nextEmpty != null) {
+            subpage.nextEmpty.prevEmpty = subpage.prevEmpty;
+        }
+        subpage.prevEmpty = null;
+        subpage.nextEmpty = null;
+        subpage.empty = false;
     }
 
     /** Keeps a released subpage for a later run of its class, if its class keeps fewer than {@link #SPARE_SUBPAGES}. */
@@ -493,9 +555,8 @@ final class Arena {
 
     private void afterRunFreed(Chunk chunk) {
         if (chunk.isEmpty()) {
-            chunk.idleSinceNanos = ticker.read();
-            idleChunks++;
-            if (chunk.evacuating || idleChunks > maxIdleChunks) { // a chunk being evacuated was emptied to go back
+            idle.add(chunk, ticker.read());
+            if (chunk.evacuating || idle.count() > maxIdleChunks) { // a chunk being evacuated was emptied to go back
                 releaseChunk(chunk);
             }
         }
@@ -503,21 +564,15 @@ final class Arena {
 
     /**
      * The oldest chunk with a free run of {@code runPages} that is not being
-     * evacuated; a new chunk if none has one.
+     * evacuated (found in O(log chunks), see {@link PlacementIndex}); a new
+     * chunk if none has one.
      */
     private Chunk chunkWithRun(int runPages) {
-        Chunk best = null;
-        for (int i = 0, n = chunks.size(); i < n; i++) {
-            Chunk chunk = chunks.get(i); // oldest first
-            if (chunk.freePages >= runPages && !chunk.evacuating && chunk.longestFreeRun() >= runPages) {
-                best = chunk;
-                break;
-            }
-        }
+        Chunk best = placement.oldestWithRun(runPages);
         if (best == null) {
             best = newChunk(runPages);
-        } else if (best.isEmpty()) {
-            idleChunks--;
+        } else if (best.idle) {
+            idle.remove(best);
         }
         return best;
     }
@@ -547,13 +602,6 @@ final class Arena {
     }
 
     private Chunk newChunk(int runPages) {
-        int id = 0;
-        while (id < chunksById.length && chunksById[id] != null) {
-            id++;
-        }
-        if (id == chunksById.length) {
-            chunksById = java.util.Arrays.copyOf(chunksById, id * 2);
-        }
         int size = newChunkSize(runPages);
         NativeRegion region;
         try {
@@ -566,9 +614,14 @@ final class Arena {
             }
             region = committed.commit(smallest, CommittedMemory.RegionKind.CHUNK);
         }
+        int id = freeChunkIdCount > 0 ? freeChunkIds[--freeChunkIdCount] : nextChunkId++;
+        if (id == chunksById.length) {
+            chunksById = Arrays.copyOf(chunksById, id * 2);
+        }
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
-        chunks.add(chunk);
+        placement.add(chunk);
+        chunksByOccupancy[0]++;
         heldBytes += chunk.chunkSize();
         chunksAllocated++;
         grew = true;
@@ -579,10 +632,15 @@ final class Arena {
         if (chunk.evacuating) {
             committed.evacuating(chunk.region, false); // while the region is still held, to find its group
         }
-        chunks.remove(chunk);
+        placement.remove(chunk);
+        idle.remove(chunk);
+        chunksByOccupancy[chunk.occupancyBand]--;
         heldBytes -= chunk.chunkSize();
         chunksById[chunk.id] = null;
-        idleChunks--;
+        if (freeChunkIdCount == freeChunkIds.length) {
+            freeChunkIds = Arrays.copyOf(freeChunkIds, freeChunkIdCount * 2);
+        }
+        freeChunkIds[freeChunkIdCount++] = chunk.id;
         chunksReleased++;
         committed.decommit(chunk.region);
     }
@@ -592,6 +650,9 @@ final class Arena {
      * {@code idleNanos} and those beyond {@code maxIdleChunks}, keeping the
      * {@code keep} most recently idle ones.
      * Empty subpages give their runs back first, so their chunks can go too.
+     * The chunks given back are the longest idle ones, so the walk starts at
+     * the oldest idle chunk and stops at the first that stays: it visits what
+     * it gives back and one more, never the chunks in use.
      *
      * @return the chunks given back and their bytes, as {@code {chunks, bytes}}
      */
@@ -599,22 +660,17 @@ final class Arena {
         drainRemoteFrees(remoteFrees.capacity()); // all a quiet queue holds, so frees handed over can make chunks idle
         releaseEmptySubpages();
         long now = ticker.read();
-        List<Chunk> idle = new ArrayList<>();
-        for (Chunk chunk : chunks) {
-            if (chunk.isEmpty()) {
-                idle.add(chunk);
-            }
-        }
-        idle.sort((a, b) -> Long.compare(b.idleSinceNanos, a.idleSinceNanos)); // most recently idle first
         long[] released = new long[2];
-        for (int i = keep; i < idle.size(); i++) {
-            Chunk chunk = idle.get(i);
-            // beyond maxIdleChunks they go whatever their age (empty subpages released above may add some)
-            if (now - chunk.idleSinceNanos >= idleNanos || i >= maxIdleChunks) {
-                releaseChunk(chunk);
-                released[0]++;
-                released[1] += chunk.chunkSize();
+        // rank: how many chunks became idle after this one; the keep most recent stay, and beyond
+        // maxIdleChunks they go whatever their age (empty subpages released above may add some)
+        for (int rank = idle.count() - 1; rank >= keep; rank--) {
+            Chunk chunk = idle.oldest();
+            if (now - chunk.idleSinceNanos < idleNanos && rank < maxIdleChunks) {
+                break; // every chunk after it became idle later and ranks lower
             }
+            releaseChunk(chunk);
+            released[0]++;
+            released[1] += chunk.chunkSize();
         }
         return released;
     }
@@ -632,14 +688,12 @@ final class Arena {
      */
     synchronized long sparseChunks(double maxOccupancy, boolean idleToo, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
-        long free = 0;
-        for (Chunk chunk : chunks) {
-            free += chunk.chunkSize() - chunk.usedBytes;
+        placement.forEach(chunk -> {
             if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
                 out.add(chunk);
             }
-        }
-        return free;
+        });
+        return heldBytes - usedBytes;
     }
 
     /** Bytes of {@code chunk}, one of this arena's, handed out now. */
@@ -662,6 +716,7 @@ final class Arena {
             return false;
         }
         chunk.evacuating = true;
+        placement.update(chunk);
         committed.evacuating(chunk.region, true);
         return true;
     }
@@ -687,6 +742,7 @@ final class Arena {
         if (chunk.evacuating) {
             committed.evacuating(chunk.region, false);
             chunk.evacuating = false;
+            placement.update(chunk);
             relinkSubpages(chunk);
         }
         return false;
@@ -703,25 +759,26 @@ final class Arena {
 
     /** Chunks with nothing allocated. */
     synchronized int idleChunkCount() {
-        return idleChunks;
+        return idle.count();
     }
 
-    /** Gives the runs of subpages with no element in use back to their chunks, the last of each class included. */
+    /**
+     * Gives the runs of subpages with no element in use back to their chunks,
+     * the last of each class included; those of chunks being evacuated stay
+     * until the evacuation ends. Visits the empty subpages only.
+     */
     private void releaseEmptySubpages() {
-        for (int i = 0; i < subpageHeads.length; i++) {
-            Subpage subpage = subpageHeads[i];
-            while (subpage != null) {
-                Subpage next = subpage.next;
-                if (subpage.isEmpty()) {
-                    Chunk chunk = subpage.chunk;
-                    releaseSubpage(subpage); // (which may keep it as a spare, naming no chunk)
-                    if (chunk.isEmpty()) {
-                        chunk.idleSinceNanos = ticker.read();
-                        idleChunks++;
-                    }
+        Subpage subpage = emptySubpages;
+        while (subpage != null) {
+            Subpage next = subpage.nextEmpty;
+            if (subpage.linked) { // not set aside by an evacuation
+                Chunk chunk = subpage.chunk;
+                releaseSubpage(subpage); // (which may keep it as a spare, naming no chunk)
+                if (chunk.isEmpty()) {
+                    idle.add(chunk, ticker.read());
                 }
-                subpage = next;
             }
+            subpage = next;
         }
     }
 
@@ -733,17 +790,34 @@ final class Arena {
         ListNode.remove(subpageHeads, subpage.sizeIndex, subpage);
     }
 
-    /** A consistent view of this arena, taken under its lock. */
+    /**
+     * A consistent view of this arena, taken under its lock: its counters
+     * and chunks per band of occupancy, kept as they change, so the view
+     * costs the same for ten chunks or a hundred thousand.
+     */
     synchronized ArenaSnapshot snapshot() {
         drainRemoteFrees(remoteFrees.capacity()); // all a quiet queue holds, so the snapshot counts every free handed over
-        int chunkCount = chunks.size();
-        int[] usedPercent = new int[chunkCount];
-        for (int i = 0; i < chunkCount; i++) {
-            Chunk chunk = chunks.get(i);
-            // a chunk with anything in use is at least 1%, so that a pinned chunk never looks idle
-            usedPercent[i] = chunk.usedBytes == 0 ? 0 : (int) Math.max(1, chunk.usedBytes * 100 / chunk.chunkSize());
-        }
-        return new ArenaSnapshot(index, boundThreads.get(), chunkCount, idleChunks, usedBytes,
-                heldBytes, chunksAllocated, chunksReleased, usedPercent);
+        return new ArenaSnapshot(index, boundThreads.get(), placement.size(), idle.count(), usedBytes,
+                heldBytes, chunksAllocated, chunksReleased, chunksByOccupancy.clone());
+    }
+
+    /**
+     * For every chunk, oldest first, the percentage of its bytes handed out,
+     * rounded down but at least 1 when anything is (so that a pinned chunk
+     * never looks idle). Walks every chunk under the lock: for an operator's
+     * report, never for a path that runs per allocation or per second.
+     */
+    synchronized int[] chunkUsePercent() {
+        drainRemoteFrees(remoteFrees.capacity());
+        int[] usedPercent = new int[placement.size()];
+        int[] i = {0};
+        placement.forEach(chunk -> usedPercent[i[0]++] =
+                chunk.usedBytes == 0 ? 0 : (int) Math.max(1, chunk.usedBytes * 100 / chunk.chunkSize()));
+        return usedPercent;
+    }
+
+    /** Runs {@code action} on every chunk, oldest first, under the lock: O(chunks), for compaction, reports and tests. */
+    synchronized void forEachChunk(Consumer<Chunk> action) {
+        placement.forEach(action);
     }
 }

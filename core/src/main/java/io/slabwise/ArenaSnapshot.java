@@ -11,8 +11,8 @@ package io.slabwise;
  * @param chunkBytes       bytes of its chunks
  * @param chunksAllocated  chunks it ever took from the chunk source
  * @param chunksReleased   chunks it ever gave back
- * @param chunkUsePercent  for each chunk, the percentage of its bytes handed out (at least 1 when any is)
+ * @param chunksByOccupancy its chunks per band of occupancy, as {@link PoolStats#chunksByOccupancy()} gives them
  */
 record ArenaSnapshot(int index, int threads, int chunks, int idleChunks, long usedBytes, long chunkBytes,
-                     long chunksAllocated, long chunksReleased, int[] chunkUsePercent) {
+                     long chunksAllocated, long chunksReleased, int[] chunksByOccupancy) {
 }

@@ -66,8 +66,16 @@ final class Chunk {
     int subpageCount;
     /** Bytes handed out of this chunk, to live buffers or to thread caches (a subpage counts its taken elements). */
     long usedBytes;
-    /** When the chunk last became completely free, in {@link System#nanoTime()} units. */
+    /** When the chunk last became completely free, in ticker nanoseconds. */
     long idleSinceNanos;
+    /** Whether the chunk is in its arena's {@link IdleChunks}; with its links there. */
+    boolean idle;
+    Chunk idlePrev;
+    Chunk idleNext;
+    /** The chunk's slot in its arena's {@link PlacementIndex}; -1 when it is in none. */
+    int placementSlot = -1;
+    /** The band of {@link #usedBytes} its arena counts the chunk in (see {@link #occupancyBand}). */
+    int occupancyBand;
     /**
      * Whether a compaction is emptying this chunk (see {@link Compaction}):
      * nothing new is placed in it, and memory freed in it goes straight back
@@ -162,6 +170,19 @@ final class Chunk {
 
     boolean isEmpty() {
         return freePages == pages;
+    }
+
+    /**
+     * The band of occupancy {@code usedBytes} puts this chunk in: 0 idle,
+     * 1 under 25%, 2 25-50%, 3 50-75%, 4 75% up to full, 5 full (see
+     * {@link PoolStats#chunksByOccupancy()}).
+     */
+    int occupancyBandOf(long usedBytes) {
+        if (usedBytes <= 0) {
+            return 0;
+        }
+        long size = (long) pages << pageShift; // a power of two
+        return usedBytes >= size ? 5 : 1 + (int) Math.min(3, (usedBytes << 2) >>> Long.numberOfTrailingZeros(size));
     }
 
     /** The length of the longest free run, in pages. */

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -944,6 +945,48 @@ public final class MemoryPool implements AutoCloseable {
         long[] parked = threadCaches.parkedDedicated();
         return new PoolStats(counts, committed.figures(dedicated.idleBytes(), parked[0], parked[1]), arenaSnapshots,
                 perCategory, sizes.chunkSize(), ResidentMemory.bytes());
+    }
+
+    /**
+     * For every pooled chunk, arena by arena and oldest first, the percentage
+     * of its bytes handed out, rounded down but at least 1 when anything is
+     * handed out (0 means nothing is). Walks every chunk, each arena under its
+     * lock: for an operator's look at a pool, not for a periodic reader, which
+     * {@link PoolStats#chunksByOccupancy()} serves at a cost independent of
+     * the pool's size.
+     */
+    public int[] chunkUsePercent() {
+        int[][] perArena = new int[arenas.length][];
+        int total = 0;
+        for (int i = 0; i < arenas.length; i++) {
+            perArena[i] = arenas[i].chunkUsePercent();
+            total += perArena[i].length;
+        }
+        int[] all = new int[total];
+        int at = 0;
+        for (int[] percents : perArena) {
+            System.arraycopy(percents, 0, all, at, percents.length);
+            at += percents.length;
+        }
+        return all;
+    }
+
+    /**
+     * {@link PoolStats#report()} followed by a map of every chunk, one line
+     * per arena and one character per chunk, oldest first: {@code .} idle,
+     * {@code 1}-{@code 9} the tens of percent in use, {@code #} full. Walks
+     * every chunk, as {@link #chunkUsePercent()} does: for operators.
+     */
+    public String report() {
+        StringBuilder sb = new StringBuilder(stats().report());
+        for (Arena arena : arenas) {
+            sb.append(String.format(Locale.ROOT, "  arena %2d chunk map [", arena.index));
+            for (int percent : arena.chunkUsePercent()) {
+                sb.append(PoolStats.occupancyChar(percent));
+            }
+            sb.append("]\n");
+        }
+        return sb.toString();
     }
 
     @Override

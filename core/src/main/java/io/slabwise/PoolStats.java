@@ -17,6 +17,9 @@ import java.util.OptionalLong;
  */
 public final class PoolStats {
 
+    /** The names of the bands of {@link #chunksByOccupancy()}, as {@link #report()} prints them. */
+    private static final String[] BANDS = {"idle", "<25%", "25-50%", "50-75%", "75-99%", "full"};
+
     private final long requested;
     private final long reserved;
     private final long committed;
@@ -229,31 +232,20 @@ public final class PoolStats {
     }
 
     /**
-     * For every pooled chunk, arena by arena, the percentage of its bytes
-     * handed out, rounded down but at least 1 when anything is handed out
-     * (0 means nothing is).
-     */
-    public int[] chunkUsePercent() {
-        int[] all = new int[chunks()];
-        int i = 0;
-        for (ArenaSnapshot a : arenas) {
-            for (int p : a.chunkUsePercent()) {
-                all[i++] = p;
-            }
-        }
-        return all;
-    }
-
-    /**
      * Pooled chunks by how much of them is handed out, in six bands:
      * {@code [0]} idle (0%), {@code [1]} under 25%, {@code [2]} 25-50%,
      * {@code [3]} 50-75%, {@code [4]} 75% up to full, {@code [5]} full. Many
      * chunks in the low bands mean scattered long-lived buffers pin chunks.
+     * The arenas keep these counts as chunks fill and drain, so reading them
+     * costs the same whatever the pool's size; the occupancy of each chunk is
+     * {@link MemoryPool#chunkUsePercent()}, which walks them.
      */
     public int[] chunksByOccupancy() {
-        int[] bands = new int[6];
-        for (int p : chunkUsePercent()) {
-            bands[p <= 0 ? 0 : p >= 100 ? 5 : 1 + Math.min(3, p / 25)]++;
+        int[] bands = new int[BANDS.length];
+        for (ArenaSnapshot a : arenas) {
+            for (int band = 0; band < bands.length; band++) {
+                bands[band] += a.chunksByOccupancy()[band];
+            }
         }
         return bands;
     }
@@ -284,9 +276,10 @@ public final class PoolStats {
     }
 
     /**
-     * A multi-line report: the summary, then one line per arena with a map of
-     * its chunks, one character each: {@code .} idle, {@code 1}-{@code 9} the
-     * tens of percent in use, {@code #} full.
+     * A multi-line report: the summary, one line per category, then one line
+     * per arena with its chunks per band of occupancy (see
+     * {@link #chunksByOccupancy()}). {@link MemoryPool#report()} adds a map
+     * of every chunk.
      */
     public String report() {
         StringBuilder sb = new StringBuilder(summary()).append('\n');
@@ -295,12 +288,12 @@ public final class PoolStats {
                     c.name(), bytes(c.requested()), bytes(c.reserved()), c.liveBuffers(), c.internalFragmentation() * 100));
         }
         for (ArenaSnapshot a : arenas) {
-            sb.append(String.format(Locale.ROOT, "  arena %2d threads=%d chunks=%d idle=%d used=%s [",
+            sb.append(String.format(Locale.ROOT, "  arena %2d threads=%d chunks=%d idle=%d used=%s by occupancy:",
                     a.index(), a.threads(), a.chunks(), a.idleChunks(), bytes(a.usedBytes())));
-            for (int p : a.chunkUsePercent()) {
-                sb.append(occupancyChar(p));
+            for (int band = 0; band < BANDS.length; band++) {
+                sb.append(' ').append(BANDS[band]).append('=').append(a.chunksByOccupancy()[band]);
             }
-            sb.append("]\n");
+            sb.append('\n');
         }
         return sb.toString();
     }

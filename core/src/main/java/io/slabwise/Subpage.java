@@ -27,6 +27,10 @@ final class Subpage extends ListNode<Subpage> {
     final int sizeIndex;
     final int elementSize;
     final int elements;
+    /** Whether the subpage is carved, has no element taken and is in its arena's list of such subpages. */
+    boolean empty;
+    Subpage prevEmpty;
+    Subpage nextEmpty;
     /** Which elements are taken; the subpage is in its arena's list of its size class while it has a free one. */
     private final Bitmap taken;
 

@@ -1,6 +1,7 @@
 package io.slabwise;
 
 import java.lang.reflect.Field;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -17,11 +18,9 @@ final class EvacuationMarks {
     static int markedArenaChunks(MemoryPool pool) {
         int marked = 0;
         for (Arena arena : arenas(pool)) {
-            synchronized (arena) {
-                for (Chunk chunk : chunksOf(arena)) {
-                    if (chunk.evacuating) {
-                        marked++;
-                    }
+            for (Chunk chunk : chunksOf(arena)) {
+                if (chunk.evacuating) {
+                    marked++;
                 }
             }
         }
@@ -32,9 +31,7 @@ final class EvacuationMarks {
     static int arenaChunks(MemoryPool pool) {
         int n = 0;
         for (Arena arena : arenas(pool)) {
-            synchronized (arena) {
-                n += chunksOf(arena).size();
-            }
+            n += chunksOf(arena).size();
         }
         return n;
     }
@@ -49,14 +46,10 @@ final class EvacuationMarks {
         }
     }
 
-    @SuppressWarnings("unchecked")
+    /** The arena's chunks, read under its lock. */
     private static List<Chunk> chunksOf(Arena arena) {
-        try {
-            Field field = Arena.class.getDeclaredField("chunks");
-            field.setAccessible(true);
-            return (List<Chunk>) field.get(arena);
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError(e);
-        }
+        List<Chunk> chunks = new ArrayList<>();
+        arena.forEachChunk(chunks::add);
+        return chunks;
     }
 }

@@ -690,8 +690,8 @@ class MemoryPoolTest {
         assertEquals(1 - (double) reserved / committed, stats.externalFragmentation(), 1e-12);
         assertEquals((double) committed / requested, stats.overhead(), 1e-12);
         int usedPercent = (1024 + 3072 + 24_576) * 100 / CHUNK;
-        assertEquals(1, stats.chunkUsePercent().length);
-        assertEquals(usedPercent, stats.chunkUsePercent()[0]);
+        assertEquals(1, pool.chunkUsePercent().length);
+        assertEquals(usedPercent, pool.chunkUsePercent()[0]);
         assertEquals(1, stats.chunksByOccupancy()[1], "one chunk under 25% used");
         CategoryStats network = stats.category("network");
         assertEquals(1000 + 24_000 + CHUNK + 1, network.requested());
@@ -719,8 +719,10 @@ class MemoryPoolTest {
         assertTrue(report.contains("category log_cache"), report);
         assertTrue(report.contains("live=3") && report.contains("live=1"), report);
         assertTrue(report.contains("chunks=1 idle=0 used=" + PoolStats.bytes(1024 + 3072 + 24_576)
-                        + " [" + PoolStats.occupancyChar(usedPercent) + "]"),
+                        + " by occupancy: idle=0 <25%=1 25-50%=0 50-75%=0 75-99%=0 full=0"),
                 report);
+        String poolReport = pool.report();
+        assertTrue(poolReport.endsWith("  arena  0 chunk map [" + PoolStats.occupancyChar(usedPercent) + "]\n"), poolReport);
 
         pool.free(a);
         pool.free(b);
@@ -734,7 +736,7 @@ class MemoryPoolTest {
         // the empty subpages of 1024 and 3072 bytes are the last of their classes, but with nothing else
         // handed out of the chunk they give their runs back: the chunk is idle
         assertEquals(1, idle.idleChunks());
-        assertEquals(0, idle.chunkUsePercent()[0]);
+        assertEquals(0, pool.chunkUsePercent()[0]);
         assertEquals(1, idle.chunksByOccupancy()[0]);
         assertEquals(0, idle.hugeAllocations());
         assertEquals(4, idle.releases());
@@ -743,7 +745,8 @@ class MemoryPoolTest {
         assertTrue(Double.isNaN(idle.overhead()), "no ratio while nothing is requested");
         assertTrue(idle.summary().contains("overhead=n/a"), idle.summary());
         assertTrue(idle.summary().contains("chunks=1 idle=1"), idle.summary());
-        assertTrue(idle.report().contains("[.]"), idle.report());
+        assertTrue(idle.report().contains("by occupancy: idle=1 <25%=0"), idle.report());
+        assertTrue(pool.report().contains("chunk map [.]"), pool.report());
         pool.trim();
         PoolStats empty = pool.stats();
         assertEquals(0, empty.committedBytes());
@@ -763,13 +766,13 @@ class MemoryPoolTest {
         Allocation pin = new Allocation();
         pool.allocate(16, pin);
         PoolStats stats = pool.stats();
-        assertEquals(1, stats.chunkUsePercent()[0], "under 1% in use rounds up to 1%");
+        assertEquals(1, pool.chunkUsePercent()[0], "under 1% in use rounds up to 1%");
         assertEquals(0, stats.chunksByOccupancy()[0]);
         assertEquals(1, stats.chunksByOccupancy()[1]);
-        assertTrue(stats.report().contains("[1]"), stats.report());
+        assertTrue(pool.report().contains("chunk map [1]"), pool.report());
         pool.free(pin);
         pool.trim();
-        assertEquals(0, pool.stats().chunkUsePercent().length);
+        assertEquals(0, pool.chunkUsePercent().length);
     }
 
     @Test
