@@ -389,7 +389,7 @@ final class ThreadCache {
     private void afterArenaAllocation() {
         if (arena.grew) {
             arena.grew = false;
-            caches.tryReclaimDead();
+            caches.reclaimDeadOnGrowth();
             if (shared) {
                 caches.countArenasInUse(); // virtual threads choose among the arenas in use
             } else {

@@ -4,6 +4,7 @@ import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
@@ -78,6 +79,8 @@ final class ThreadCaches {
     private volatile int arenasInUse;
     /** Threads bound since a new thread last reclaimed dead caches; guarded by {@link #registryLock}. */
     private int bindsSinceReclaim;
+    /** New chunks taken since {@link #reclaimDeadOnGrowth} last looked for dead caches. */
+    private final AtomicInteger growthsSinceReclaim = new AtomicInteger();
     private final ReentrantLock foldLock = new ReentrantLock();
     /** Every live cache, the shared ones first; replaced whole under {@link #registryLock}. */
     private volatile ThreadCache[] live;
@@ -345,6 +348,21 @@ final class ThreadCaches {
             }
         }
         return 0;
+    }
+
+    /**
+     * {@link #tryReclaimDead()} for an allocation whose arena took a new
+     * chunk (memory a dead thread's cache holds could have served it), at
+     * most once per as many new chunks as there are live caches: the look
+     * walks every live cache, so what it costs per new chunk stays the same
+     * however many threads there are. The decay thread looks about once a
+     * second whatever happens.
+     */
+    void reclaimDeadOnGrowth() {
+        if (growthsSinceReclaim.incrementAndGet() >= live.length) {
+            growthsSinceReclaim.set(0);
+            tryReclaimDead();
+        }
     }
 
     /** {@link #reclaimDead()} unless a snapshot is being read; then nothing, at once (allocation paths). */
