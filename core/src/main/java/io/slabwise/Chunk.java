@@ -16,14 +16,23 @@ package io.slabwise;
  * <pre>
  *  page:        0   1   2   3   4   5   6   7   8 ...
  *             [ used  ][ free run of 3 ][used][ free run ...
- *  lengthAt[2] = 3       (start of a free run: its length, else 0)
- *  startAt[4]  = 2       (end of a free run: its start, else -1)
+ *  runAt[2] =  3         (first page of a free run: its length)
+ *  runAt[4] = -3         (last page of a free run of two pages or more: -(start + 1))
+ *  runAt[p] =  0         (any other page; a run of one page has only its length)
  *  lists by length: len 3 -> {2, ...}; a bitmap over lengths marks the non-empty lists
  * </pre>
  *
  * Allocation is best fit: the shortest free run that is long enough (a scan of
  * the length bitmap), split from its low end. Both operations are O(pages/64)
  * at worst and allocate nothing.
+ *
+ * <h2>Heap</h2>
+ * A chunk's metadata is what a pool holds on the heap per GiB of native
+ * memory, so it is kept small: one {@code int} per page for the run ends,
+ * {@code char} links for the lists by length (a chunk has at most
+ * {@link #MAX_PAGES} pages), and the table of subpages only once the chunk
+ * carves one (a chunk of large runs never does): about 5 KiB for a 4 MiB
+ * chunk of 8 KiB pages, 7 KiB with subpages.
  *
  * <h2>Handles</h2>
  * An allocation inside a chunk is named by a {@code long} handle:
@@ -38,6 +47,11 @@ final class Chunk {
 
     private static final long SUBPAGE_BIT = 1L << 31;
 
+    /** The most pages a chunk has: page numbers fit a {@code char} beside the {@link #NONE} link. */
+    static final int MAX_PAGES = 0xFFFE;
+    /** The end of a list of free runs. */
+    private static final char NONE = 0xFFFF;
+
     final Arena arena;
     final NativeRegion region;
     /** The slot of this chunk in its arena's table; names it in remote-free entries. */
@@ -48,18 +62,16 @@ final class Chunk {
     final int pageShift;
     final int pages;
 
-    /** For each page that starts a free run, the run's length; otherwise 0. */
-    private final int[] lengthAt;
-    /** For each page that ends a free run, the run's start; otherwise -1. */
-    private final int[] startAt;
-    /** Doubly linked lists of free-run starts, one list per run length. */
-    private final int[] listHead;
-    private final int[] next;
-    private final int[] prev;
+    /** The ends of the free runs: see the class comment. */
+    private final int[] runAt;
+    /** Doubly linked lists of free-run starts, one list per run length; {@link #NONE} ends a list. */
+    private final char[] listHead;
+    private final char[] next;
+    private final char[] prev;
     /** Bit {@code len} is set when the list of free runs of length {@code len} is non-empty. */
     private final long[] lengthsPresent;
-    /** The subpage whose run starts at a page, if any. */
-    private final Subpage[] subpages;
+    /** The subpage whose run starts at a page, if any; null until the chunk carves its first subpage. */
+    private Subpage[] subpages;
 
     int freePages;
     /** Subpages carved from this chunk right now. */
@@ -101,15 +113,15 @@ final class Chunk {
         this.huge = false;
         this.pageShift = pageShift;
         this.pages = region.size() >>> pageShift;
-        lengthAt = new int[pages];
-        startAt = new int[pages];
-        java.util.Arrays.fill(startAt, -1);
-        listHead = new int[pages + 1];
-        java.util.Arrays.fill(listHead, -1);
-        next = new int[pages];
-        prev = new int[pages];
+        if (pages > MAX_PAGES) {
+            throw new IllegalArgumentException("a chunk has at most " + MAX_PAGES + " pages, not " + pages);
+        }
+        runAt = new int[pages];
+        listHead = new char[pages + 1];
+        java.util.Arrays.fill(listHead, NONE);
+        next = new char[pages];
+        prev = new char[pages];
         lengthsPresent = new long[(pages >>> 6) + 1];
-        subpages = new Subpage[pages];
         freePages = 0;
         insertFreeRun(0, pages);
     }
@@ -122,9 +134,9 @@ final class Chunk {
         this.huge = true;
         this.pageShift = 0;
         this.pages = 0;
-        lengthAt = startAt = listHead = next = prev = null;
+        runAt = null;
+        listHead = next = prev = null;
         lengthsPresent = null;
-        subpages = null;
     }
 
     static long runHandle(int start, int runPages) {
@@ -213,13 +225,15 @@ final class Chunk {
     /** Gives back the run {@code [start, start + runPages)}, merging it with free neighbours. */
     void freeRun(int start, int runPages) {
         int end = start + runPages; // exclusive
-        if (start > 0 && startAt[start - 1] >= 0) {
-            int before = startAt[start - 1];
-            removeFreeRun(before, start - before);
-            start = before;
+        if (start > 0) {
+            int before = startOfFreeRunEndingAt(start - 1);
+            if (before >= 0) {
+                removeFreeRun(before, start - before);
+                start = before;
+            }
         }
-        if (end < pages && lengthAt[end] > 0) {
-            int afterLength = lengthAt[end];
+        if (end < pages && runAt[end] > 0) { // a free run starts right after (it cannot end there: end - 1 is ours)
+            int afterLength = runAt[end];
             removeFreeRun(end, afterLength);
             end += afterLength;
         }
@@ -228,13 +242,30 @@ final class Chunk {
 
     /** Records the subpage whose run starts at {@code runStart}, or with null that it is gone. */
     void setSubpage(int runStart, Subpage subpage) {
+        if (subpages == null) {
+            if (subpage == null) {
+                return;
+            }
+            subpages = new Subpage[pages];
+        }
         Subpage old = subpages[runStart];
         subpages[runStart] = subpage;
         subpageCount += (subpage != null ? 1 : 0) - (old != null ? 1 : 0);
     }
 
     Subpage subpageAt(int runStart) {
-        return subpages[runStart];
+        return subpages == null ? null : subpages[runStart];
+    }
+
+    /** The first page of the free run whose last page is {@code page}, or -1 when no free run ends there. */
+    private int startOfFreeRunEndingAt(int page) {
+        int v = runAt[page];
+        if (v < 0) {
+            return -v - 1;
+        }
+        // a positive value starts a free run: one of a single page ends there too; a longer one cannot
+        // hold page + 1, which the caller is freeing
+        return v == 1 ? page : -1;
     }
 
     private int shortestFreeRunAtLeast(int length) {
@@ -252,33 +283,35 @@ final class Chunk {
     }
 
     private void insertFreeRun(int start, int length) {
-        lengthAt[start] = length;
-        startAt[start + length - 1] = start;
-        int head = listHead[length];
-        next[start] = head;
-        prev[start] = -1;
-        if (head >= 0) {
-            prev[head] = start;
+        runAt[start] = length;
+        if (length > 1) {
+            runAt[start + length - 1] = -(start + 1);
         }
-        listHead[length] = start;
+        char head = listHead[length];
+        next[start] = head;
+        prev[start] = NONE;
+        if (head != NONE) {
+            prev[head] = (char) start;
+        }
+        listHead[length] = (char) start;
         lengthsPresent[length >>> 6] |= 1L << (length & 63);
         freePages += length;
     }
 
     private void removeFreeRun(int start, int length) {
-        lengthAt[start] = 0;
-        startAt[start + length - 1] = -1;
-        int n = next[start];
-        int p = prev[start];
-        if (p >= 0) {
+        runAt[start] = 0;
+        runAt[start + length - 1] = 0;
+        char n = next[start];
+        char p = prev[start];
+        if (p != NONE) {
             next[p] = n;
         } else {
             listHead[length] = n;
-            if (n < 0) {
+            if (n == NONE) {
                 lengthsPresent[length >>> 6] &= ~(1L << (length & 63));
             }
         }
-        if (n >= 0) {
+        if (n != NONE) {
             prev[n] = p;
         }
         freePages -= length;
