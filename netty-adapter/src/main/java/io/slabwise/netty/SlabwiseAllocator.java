@@ -7,12 +7,14 @@ import io.netty.buffer.ByteBufAllocatorMetric;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
 import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocator;
+import io.slabwise.BlockPool;
 import io.slabwise.CompactionStats;
 import io.netty.buffer.UnpooledHeapByteBuf;
 import io.slabwise.LimitPolicy;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
+import io.slabwise.SequentialAllocator;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -205,8 +207,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      * offset, for data freed roughly in the order it was written (a log cache).
      */
     public SequentialByteBufAllocator sequential(String category) {
-        return new SequentialByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category),
-                pool.sequential(category));
+        return sequential(category, pool.sequential(category));
     }
 
     /**
@@ -215,19 +216,27 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      * @see io.slabwise.SequentialAllocator
      */
     public SequentialByteBufAllocator sequential(String category, int stripes, int maxRequest) {
-        return new SequentialByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category),
-                pool.sequential(category, stripes, maxRequest));
+        return sequential(category, pool.sequential(category, stripes, maxRequest));
+    }
+
+    /** The view of an allocator the pool made: its arguments checked first, so a refused one creates no category. */
+    private SequentialByteBufAllocator sequential(String category, SequentialAllocator sequential) {
+        return new SequentialByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category), sequential);
     }
 
     /** A block pool of 1 MiB blocks for the named category: payloads become composites of fixed blocks. */
     public BlockByteBufAllocator blocks(String category) {
-        return new BlockByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category), pool.blocks(category));
+        return blocks(category, pool.blocks(category));
     }
 
     /** A block pool with a chosen block size (a power of two, 8 KiB to the chunk size) and stripe count. */
     public BlockByteBufAllocator blocks(String category, int blockSize, int stripes) {
-        return new BlockByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category),
-                pool.blocks(category, blockSize, stripes));
+        return blocks(category, pool.blocks(category, blockSize, stripes));
+    }
+
+    /** The view of a block pool the pool made: its arguments checked first, so a refused one creates no category. */
+    private BlockByteBufAllocator blocks(String category, BlockPool blocks) {
+        return new BlockByteBufAllocator(this, (CategoryByteBufAllocator) forCategory(category), blocks);
     }
 
     @Override

@@ -109,6 +109,23 @@ class SequentialAndBlockByteBufTest {
         assertNothingLive("log_cache");
     }
 
+    /**
+     * A cache allocator refused for its arguments (no stripes, a largest
+     * request of zero, a block size that is no power of two) creates no
+     * category: stats() lists none, for the name was never used.
+     */
+    @Test
+    void aRefusedCacheAllocatorLeavesNoCategoryBehind() {
+        assertThrows(IllegalArgumentException.class, () -> allocator.sequential("x", 0, 100));
+        assertThrows(IllegalArgumentException.class, () -> allocator.sequential("y", 1, 0));
+        assertThrows(IllegalArgumentException.class, () -> allocator.blocks("z", 3000, 1));
+        assertThrows(IllegalArgumentException.class, () -> allocator.blocks("w", 1 << 20, 0));
+        Set<String> names = allocator.stats().categories().stream().map(CategoryStats::name).collect(Collectors.toSet());
+        for (String refused : new String[] {"x", "y", "z", "w"}) {
+            assertFalse(names.contains(refused), refused + " in " + names);
+        }
+    }
+
     @Test
     void badSequentialRequestsNameTheCategoryAndTheSize() {
         IllegalArgumentException zero = assertThrows(IllegalArgumentException.class, () -> log.allocate(0));
