@@ -44,8 +44,8 @@ public interface ChunkSource {
 
     /**
      * The source a pool uses unless told otherwise: on Java 22 and later on
-     * Linux, regions mapped with {@code mmap} and unmapped on release (see the
-     * README on native access); otherwise {@link #direct()}.
+     * Linux, regions mapped with {@code mmap} and unmapped on release (see
+     * docs/operations.md on native access); otherwise {@link #direct()}.
      */
     static ChunkSource preferred() {
         ChunkSource mapped = MappedChunkSource.create();
