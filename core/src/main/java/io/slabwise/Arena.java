@@ -115,6 +115,8 @@ final class Arena {
     private final int[] chunksByOccupancy = new int[6];
     /** Carved subpages with no element taken, linked through {@link Subpage#nextEmpty}; a trim gives their runs back. */
     private Subpage emptySubpages;
+    /** Per small size class, the bytes of the free elements of its carved subpages: room only its entries fit. */
+    private final long[] freeElementBytes;
     /** Bytes of the chunks this arena holds, idle ones included; written under the lock, read by any thread. */
     volatile long heldBytes;
     private final Subpage[] subpageHeads;
@@ -161,6 +163,7 @@ final class Arena {
         this.subpageHeads = new Subpage[sizes.count()];
         this.spareSubpages = new Subpage[sizes.count()][];
         this.spareSubpageCount = new int[sizes.count()];
+        this.freeElementBytes = new long[sizes.count()];
         this.remoteFrees = new RemoteFreeQueue(remoteQueueCapacity);
     }
 
@@ -300,6 +303,7 @@ final class Arena {
             }
             chunk.setSubpage(subpage.runStart, subpage);
             linkSubpage(subpage);
+            freeElementBytes[sizeIndex] += (long) subpage.elements * subpage.elementSize;
         }
         return subpage;
     }
@@ -313,6 +317,7 @@ final class Arena {
             unlinkSubpage(subpage);
         }
         addUsed(subpage.chunk, subpage.elementSize);
+        freeElementBytes[subpage.sizeIndex] -= subpage.elementSize;
         return handle;
     }
 
@@ -439,6 +444,7 @@ final class Arena {
             Subpage subpage = chunk.subpageAt(Chunk.runStart(handle));
             subpage.free(Chunk.element(handle));
             addUsed(chunk, -subpage.elementSize);
+            freeElementBytes[subpage.sizeIndex] += subpage.elementSize;
             if (!subpage.linked && !chunk.evacuating) {
                 linkSubpage(subpage); // it was full; with a single element it is now empty as well
             }
@@ -473,6 +479,7 @@ final class Arena {
             unlistEmpty(subpage);
         }
         Chunk chunk = subpage.chunk;
+        freeElementBytes[subpage.sizeIndex] -= (long) subpage.freeElements() * subpage.elementSize;
         chunk.setSubpage(subpage.runStart, null);
         chunk.freeRun(subpage.runStart, subpage.runPages);
         placement.update(chunk);
@@ -684,16 +691,48 @@ final class Arena {
      * Idle chunks too with {@code idleToo}: with region groups, an idle chunk
      * kept for reuse would keep its group from emptying.
      *
-     * @return the free bytes of all this arena's chunks, idle ones included
+     * @return the bytes of the free pages of all this arena's chunks, idle ones included: the room a move can
+     *         count on. Free elements of subpages are left out: only an entry of their size class fits one, so
+     *         counting them would choose chunks whose entries then need new memory.
      */
     synchronized long sparseChunks(double maxOccupancy, boolean idleToo, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
+        long[] freePages = {0};
         placement.forEach(chunk -> {
+            freePages[0] += chunk.freePages;
             if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
                 out.add(chunk);
             }
         });
-        return heldBytes - usedBytes;
+        return freePages[0] << pageShift;
+    }
+
+    /** Bytes of the free pages of {@code chunk}, one of this arena's: its room that a move can count on. */
+    synchronized long freePageBytes(Chunk chunk) {
+        return (long) chunk.freePages << pageShift;
+    }
+
+    /** Per small size class, the bytes of the free elements of this arena's subpages (a copy). */
+    synchronized long[] freeElementBytes() {
+        return freeElementBytes.clone();
+    }
+
+    /**
+     * Per small size class, the bytes of {@code chunk}'s subpage elements taken
+     * ({@code taken}) and free ({@code free}), added to the arrays; returns
+     * whether it has any subpage. Walks the chunk's pages: for a compaction's
+     * victims only.
+     */
+    synchronized boolean elementBytesByClass(Chunk chunk, long[] taken, long[] free) {
+        if (chunk.subpageCount == 0) {
+            return false;
+        }
+        forEachSubpage(chunk, subpage -> {
+            int elements = subpage.freeElements();
+            taken[subpage.sizeIndex] += (long) (subpage.elements - elements) * subpage.elementSize;
+            free[subpage.sizeIndex] += (long) elements * subpage.elementSize;
+        });
+        return true;
     }
 
     /** Bytes of {@code chunk}, one of this arena's, handed out now. */

@@ -69,6 +69,12 @@ final class Compaction {
         int victims;
         /** New memory the victims chosen so far need: whole units. */
         long newMemory;
+        /**
+         * For an arena: per small size class, the free elements' bytes of its
+         * subpages outside the victims chosen so far, which only entries of
+         * that class can take; null elsewhere.
+         */
+        long[] classFree;
 
         Destination(long unit, long free) {
             this.unit = unit;
@@ -122,6 +128,17 @@ final class Compaction {
         /** Its free room that counted in its destination's free bytes, and is lost to moves once it is chosen. */
         long reusableFree() {
             return size() - usedBytes;
+        }
+
+        /**
+         * The bytes of its entries that need free pages (or new memory) at
+         * its destination, given the room per size class {@code classFree}
+         * there, which it updates: entries of a small class first take that
+         * class's free elements outside the victims. All of its bytes where
+         * there is no such room.
+         */
+        long pageDemand(long[] classFree) {
+            return usedBytes;
         }
     }
 
@@ -327,8 +344,11 @@ final class Compaction {
         }
         // a chunk that kept all it held while every owner looked at all its entries and refused none holds
         // nothing that can move
-        long[] freed = end(started, failure == null && refused == 0 && !exhausted);
-        CompactionStats done = new CompactionStats(1, evacuated, freed[0], freed[1], entries, moved, refused, held,
+        long[] emptied = end(started, failure == null && refused == 0 && !exhausted);
+        // what left the pool: the victims' memory given back, less the memory the moves took
+        long givenBack = Math.max(0, limit.givenBackByCompaction());
+        long chunksFreed = givenBack >= emptied[1] ? emptied[0] : Math.min(emptied[0], givenBack / chunkSize);
+        CompactionStats done = new CompactionStats(1, evacuated, chunksFreed, givenBack, entries, moved, refused, held,
                 System.nanoTime() - start);
         if (failure != null) {
             totals.accumulateAndGet(done, CompactionStats::plus);
@@ -338,21 +358,21 @@ final class Compaction {
     }
 
     /**
-     * Ends the evacuation of every victim; returns {chunks freed, their bytes}.
+     * Ends the evacuation of every victim; returns {chunks emptied, their bytes}.
      * With {@code learn}, arena chunks that kept exactly their bytes are
      * remembered as {@linkplain #fruitless fruitless}.
      */
     private long[] end(List<Victim> started, boolean learn) {
-        long[] freed = new long[2];
+        long[] emptied = new long[2];
         for (Victim victim : started) {
             if (victim.end()) {
-                freed[0]++;
-                freed[1] += victim.size();
+                emptied[0]++;
+                emptied[1] += victim.size();
             } else if (learn && victim instanceof ArenaChunk && ((ArenaChunk) victim).usedNow() == victim.usedBytes) {
                 fruitless.put(victim.chunk, new long[] {victim.usedBytes, compactions});
             }
         }
-        return freed;
+        return emptied;
     }
 
     /** The chunks to empty: the least used first, while their bytes in use fit the budget. */
@@ -370,6 +390,7 @@ final class Compaction {
                 // each arena a destination of its own: a move lands in the arena it leaves (allocateForMove),
                 // so only that arena's free room can take it
                 Destination sameArena = new Destination(chunkSize, arena.sparseChunks(occupancyConsidered, grouped, chunks));
+                sameArena.classFree = arena.freeElementBytes();
                 for (Chunk chunk : chunks) { // an arena's first chunks are smaller than the rest
                     ArenaChunk victim = new ArenaChunk(chunk, arena, sameArena, grouped,
                             (long) (occupancyConsidered * chunk.chunkSize()));
@@ -413,7 +434,8 @@ final class Compaction {
             }
             Destination to = victim.destination;
             long free = to.free - victim.reusableFree();
-            long moved = to.moved + victim.usedBytes;
+            long[] classFree = to.classFree == null ? null : to.classFree.clone();
+            long moved = to.moved + victim.pageDemand(classFree);
             long need = (Math.max(0, moved - free) + to.unit - 1) / to.unit * to.unit;
             if (newMemory - to.newMemory + need > headroom) {
                 continue;
@@ -421,6 +443,7 @@ final class Compaction {
             newMemory += need - to.newMemory;
             to.newMemory = need;
             to.free = free;
+            to.classFree = classFree;
             to.moved = moved;
             to.victims++;
             chosen.add(victim);
@@ -507,11 +530,43 @@ final class Compaction {
         private final boolean idleToo;
         private final long maxUsedBytes;
 
+        /** Its free pages' bytes when chosen: what it counted in its arena's room for moves. */
+        private final long freePageBytes;
+        /** Per small size class, its subpages' elements taken and free, in bytes; null when it has no subpage. */
+        private final long[] takenByClass;
+        private final long[] freeByClass;
+
         ArenaChunk(Chunk chunk, Arena arena, Destination destination, boolean idleToo, long maxUsedBytes) {
             super(chunk, arena.usedBytes(chunk), destination, null);
             this.arena = arena;
             this.idleToo = idleToo;
             this.maxUsedBytes = maxUsedBytes;
+            this.freePageBytes = arena.freePageBytes(chunk);
+            long[] taken = new long[arena.sizes.count()];
+            long[] free = new long[taken.length];
+            boolean subpages = arena.elementBytesByClass(chunk, taken, free);
+            this.takenByClass = subpages ? taken : null;
+            this.freeByClass = subpages ? free : null;
+        }
+
+        @Override
+        long reusableFree() {
+            return freePageBytes;
+        }
+
+        @Override
+        long pageDemand(long[] classFree) {
+            if (takenByClass == null || classFree == null) {
+                return usedBytes;
+            }
+            long demand = usedBytes;
+            for (int c = 0; c < takenByClass.length; c++) {
+                classFree[c] -= freeByClass[c]; // its own free elements take no move
+                long fits = Math.min(Math.max(0, classFree[c]), takenByClass[c]);
+                classFree[c] -= fits;
+                demand -= fits;
+            }
+            return demand;
         }
 
         @Override

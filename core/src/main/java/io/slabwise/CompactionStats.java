@@ -6,8 +6,10 @@ package io.slabwise;
  *
  * @param compactions        how many compactions these figures cover (0 or 1 for one compaction, unless it found nothing)
  * @param chunksEvacuated    chunks and blocks chosen to be emptied
- * @param chunksFreed        of those, the ones that emptied and went back (or, for a sequential allocator, became its spare)
- * @param bytesFreed         the size of the chunks and blocks freed
+ * @param chunksFreed        of those, the ones that emptied and left the pool, as many as {@code bytesFreed} covers
+ * @param bytesFreed         the bytes by which the compaction lowered committed memory: what it gave back to the
+ *                           operating system less what its moves took, never below 0; a chunk emptied into new
+ *                           memory, or kept as an allocator's spare, frees nothing
  * @param movedEntries       entries moved to new memory
  * @param movedBytes         their bytes (requested): copied once each
  * @param refusedEntries     entries the owners would not move (in use), or that a limit or the budget kept in place

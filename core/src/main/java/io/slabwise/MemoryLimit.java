@@ -59,6 +59,13 @@ final class MemoryLimit {
     private volatile long compactionReserve;
     /** The thread running a compaction now, or null; one at a time. */
     private volatile Thread compacting;
+    /**
+     * Bytes the compacting thread committed, and gave back, since it was
+     * marked: what its compaction took for moves and what left the pool
+     * through it. Written and read by that thread alone.
+     */
+    private long committedByCompaction;
+    private long uncommittedByCompaction;
 
     /**
      * The callers waiting for one resource (the ceiling, or one category's
@@ -101,6 +108,9 @@ final class MemoryLimit {
                 return false;
             }
             if (committed.compareAndSet(current, current + bytes)) {
+                if (Thread.currentThread() == compacting) {
+                    committedByCompaction += bytes;
+                }
                 return true;
             }
         }
@@ -124,13 +134,33 @@ final class MemoryLimit {
         return thread == compacting ? max : max - compactionReserve;
     }
 
-    /** Marks the calling thread as the one running a compaction ({@code true}), or unmarks it. */
+    /**
+     * Marks the calling thread as the one running a compaction ({@code true}),
+     * or unmarks it; marking starts the count of {@link #givenBackByCompaction}.
+     */
     void compacting(boolean running) {
+        if (running) {
+            committedByCompaction = 0;
+            uncommittedByCompaction = 0;
+        }
         compacting = running ? Thread.currentThread() : null;
+    }
+
+    /**
+     * What the compacting thread (the caller) gave back less what it
+     * committed since it was marked: the bytes by which its compaction
+     * lowered committed memory, negative when its moves took more than it
+     * freed. Whatever other threads commit or give back meanwhile is not in it.
+     */
+    long givenBackByCompaction() {
+        return uncommittedByCompaction - committedByCompaction;
     }
 
     void uncommit(long bytes) {
         committed.addAndGet(-bytes);
+        if (Thread.currentThread() == compacting) {
+            uncommittedByCompaction += bytes;
+        }
         released();
     }
 
