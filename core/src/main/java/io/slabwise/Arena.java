@@ -113,6 +113,13 @@ final class Arena {
     private final IdleChunks idle = new IdleChunks();
     /** Chunks per band of occupancy ({@link Chunk#occupancyBandOf}), kept as chunks fill and drain. */
     private final int[] chunksByOccupancy = new int[6];
+    /**
+     * The chunks of each band of occupancy, linked through their
+     * {@link Chunk#bandNext}: a compaction looks at the sparse bands only.
+     */
+    private final Chunk[] bandHeads = new Chunk[6];
+    /** Free pages of all chunks, idle ones included. */
+    private long freePages;
     /** Carved subpages with no element taken, linked through {@link Subpage#nextEmpty}; a trim gives their runs back. */
     private Subpage emptySubpages;
     /** Per small size class, the bytes of the free elements of its carved subpages: room only its entries fit. */
@@ -208,10 +215,24 @@ final class Arena {
     /** Carves a run of {@code runPages} pages; returns its chunk and leaves its handle in {@link #carvedRunHandle}. */
     private Chunk allocateRun(int runPages) {
         Chunk chunk = chunkWithRun(runPages);
-        carvedRunHandle = chunk.allocateRun(runPages);
-        placement.update(chunk);
+        carvedRunHandle = takeRun(chunk, runPages);
         addUsed(chunk, (long) runPages << pageShift);
         return chunk;
+    }
+
+    /** Carves a run of {@code runPages} from {@code chunk}, which has one, keeping the indexes; returns its handle. */
+    private long takeRun(Chunk chunk, int runPages) {
+        long handle = chunk.allocateRun(runPages);
+        freePages -= runPages;
+        placement.update(chunk);
+        return handle;
+    }
+
+    /** Gives the run at {@code start} back to {@code chunk}, keeping the indexes. */
+    private void giveRun(Chunk chunk, int start, int runPages) {
+        chunk.freeRun(start, runPages);
+        freePages += runPages;
+        placement.update(chunk);
     }
 
     private void allocateSmall(int sizeIndex, Allocation out) {
@@ -295,8 +316,7 @@ final class Arena {
         if (subpage == null && mayCreate) {
             int runPages = sizes.subpageRunPages(sizeIndex);
             Chunk chunk = chunkWithRun(runPages);
-            long run = chunk.allocateRun(runPages);
-            placement.update(chunk);
+            long run = takeRun(chunk, runPages);
             subpage = spareSubpage(sizeIndex, chunk, Chunk.runStart(run));
             if (subpage == null) {
                 subpage = new Subpage(chunk, Chunk.runStart(run), runPages, sizeIndex, sizes.size(sizeIndex));
@@ -330,10 +350,37 @@ final class Arena {
         usedBytes += delta;
         int band = chunk.occupancyBandOf(chunk.usedBytes);
         if (band != chunk.occupancyBand) {
-            chunksByOccupancy[chunk.occupancyBand]--;
-            chunksByOccupancy[band]++;
+            leaveBand(chunk);
             chunk.occupancyBand = band;
+            joinBand(chunk);
         }
+    }
+
+    private void joinBand(Chunk chunk) {
+        int band = chunk.occupancyBand;
+        chunksByOccupancy[band]++;
+        Chunk head = bandHeads[band];
+        chunk.bandPrev = null;
+        chunk.bandNext = head;
+        if (head != null) {
+            head.bandPrev = chunk;
+        }
+        bandHeads[band] = chunk;
+    }
+
+    private void leaveBand(Chunk chunk) {
+        int band = chunk.occupancyBand;
+        chunksByOccupancy[band]--;
+        if (chunk.bandPrev != null) {
+            chunk.bandPrev.bandNext = chunk.bandNext;
+        } else {
+            bandHeads[band] = chunk.bandNext;
+        }
+        if (chunk.bandNext != null) {
+            chunk.bandNext.bandPrev = chunk.bandPrev;
+        }
+        chunk.bandPrev = null;
+        chunk.bandNext = null;
     }
 
     /** Frees memory of this arena; the caller holds no arena lock. */
@@ -461,8 +508,7 @@ final class Arena {
             afterRunFreed(chunk);
         } else {
             int runPages = Chunk.runPages(handle);
-            chunk.freeRun(Chunk.runStart(handle), runPages);
-            placement.update(chunk);
+            giveRun(chunk, Chunk.runStart(handle), runPages);
             addUsed(chunk, -((long) runPages << pageShift));
             if (chunk.usedBytes == 0) {
                 releaseEmptySubpagesOf(chunk);
@@ -481,8 +527,7 @@ final class Arena {
         Chunk chunk = subpage.chunk;
         freeElementBytes[subpage.sizeIndex] -= (long) subpage.freeElements() * subpage.elementSize;
         chunk.setSubpage(subpage.runStart, null);
-        chunk.freeRun(subpage.runStart, subpage.runPages);
-        placement.update(chunk);
+        giveRun(chunk, subpage.runStart, subpage.runPages);
         keepSpare(subpage);
     }
 
@@ -628,7 +673,8 @@ final class Arena {
         Chunk chunk = new Chunk(this, region, id, pageShift);
         chunksById[id] = chunk;
         placement.add(chunk);
-        chunksByOccupancy[0]++;
+        joinBand(chunk);
+        freePages += chunk.pages;
         heldBytes += chunk.chunkSize();
         chunksAllocated++;
         grew = true;
@@ -641,7 +687,8 @@ final class Arena {
         }
         placement.remove(chunk);
         idle.remove(chunk);
-        chunksByOccupancy[chunk.occupancyBand]--;
+        leaveBand(chunk);
+        freePages -= chunk.freePages;
         heldBytes -= chunk.chunkSize();
         chunksById[chunk.id] = null;
         if (freeChunkIdCount == freeChunkIds.length) {
@@ -697,14 +744,16 @@ final class Arena {
      */
     synchronized long sparseChunks(double maxOccupancy, boolean idleToo, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
-        long[] freePages = {0};
-        placement.forEach(chunk -> {
-            freePages[0] += chunk.freePages;
-            if ((idleToo || !chunk.isEmpty()) && chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
-                out.add(chunk);
+        // band b holds chunks used from (b - 1) / 4 of their size (band 0: idle, band 5: full): the bands a chunk
+        // at most maxOccupancy used can be in, not every chunk
+        for (int band = idleToo ? 0 : 1; band < bandHeads.length && (band <= 1 || (band - 1) / 4.0 <= maxOccupancy); band++) {
+            for (Chunk chunk = bandHeads[band]; chunk != null; chunk = chunk.bandNext) {
+                if (chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
+                    out.add(chunk);
+                }
             }
-        });
-        return freePages[0] << pageShift;
+        }
+        return freePages << pageShift;
     }
 
     /** Bytes of the free pages of {@code chunk}, one of this arena's: its room that a move can count on. */

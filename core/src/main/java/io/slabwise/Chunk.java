@@ -86,8 +86,10 @@ final class Chunk {
     Chunk idleNext;
     /** The chunk's slot in its arena's {@link PlacementIndex}; -1 when it is in none. */
     int placementSlot = -1;
-    /** The band of {@link #usedBytes} its arena counts the chunk in (see {@link #occupancyBand}). */
+    /** The band of {@link #usedBytes} its arena counts the chunk in (see {@link #occupancyBandOf}), and its links there. */
     int occupancyBand;
+    Chunk bandPrev;
+    Chunk bandNext;
     /**
      * Whether a compaction is emptying this chunk (see {@link Compaction}):
      * nothing new is placed in it, and memory freed in it goes straight back

@@ -12,6 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -131,6 +132,24 @@ class ArenaModelTest {
                 assertEquals(idle, snapshot.idleChunks(), "step " + step + ": idle chunks");
                 assertEquals(usedBytes, snapshot.usedBytes(), "step " + step + ": used bytes");
                 assertEquals(held, snapshot.chunkBytes(), "step " + step + ": chunk bytes");
+                // the arena's bands of occupancy and free pages, kept as chunks change, against the model
+                int[] bands = new int[6];
+                long freePages = 0;
+                for (Map.Entry<Chunk, BitSet> chunk : taken.entrySet()) {
+                    int pages = chunk.getKey().pages;
+                    int used = chunk.getValue().cardinality();
+                    bands[used == 0 ? 0 : used == pages ? 5 : 1 + Math.min(3, used * 4 / pages)]++;
+                    freePages += pages - used;
+                }
+                assertArrayEquals(bands, snapshot.chunksByOccupancy(), "step " + step + ": chunks by occupancy");
+                for (double occupancy : new double[] {0.1, 0.25, 0.5, 0.9, 1.0}) {
+                    List<Chunk> sparse = new ArrayList<>();
+                    long room = arena.sparseChunks(occupancy, true, sparse);
+                    assertEquals(freePages * PAGE, room, "step " + step + ": free pages");
+                    long expected = taken.entrySet().stream()
+                            .filter(e -> e.getValue().cardinality() <= occupancy * e.getKey().pages).count();
+                    assertEquals(expected, sparse.size(), "step " + step + ": chunks at most " + occupancy + " used");
+                }
             }
         }
         if (firstChunkSize < CHUNK) {
