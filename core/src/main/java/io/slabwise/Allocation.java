@@ -87,6 +87,23 @@ public final class Allocation {
     }
 
     /**
+     * A number naming the chunk, block or dedicated region this allocation's
+     * memory lies in: the same for every allocation in it, and never given
+     * to another chunk or region of this JVM, even after this one went back
+     * to the operating system. An owner of relocatable entries can keep them
+     * by key, and during a compaction look only at the entries under
+     * {@link Evacuation#regionKeys()}: work in proportion to what moves,
+     * not to the whole cache. It stays the same while the allocation lives;
+     * a moved entry's new memory has the key of its new chunk.
+     *
+     * @return the key, or -1 when the holder describes no live memory
+     */
+    public long regionKey() {
+        Chunk c = chunk;
+        return c == null || kept ? -1 : c.key;
+    }
+
+    /**
      * A new direct buffer over this allocation's memory alone: position 0,
      * capacity and limit {@link #requestedBytes()}. It must not be used after
      * the allocation is freed.

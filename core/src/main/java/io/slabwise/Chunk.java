@@ -46,6 +46,8 @@ package io.slabwise;
 final class Chunk {
 
     private static final long SUBPAGE_BIT = 1L << 31;
+    /** The last {@link #key} given. */
+    private static final java.util.concurrent.atomic.AtomicLong KEYS = new java.util.concurrent.atomic.AtomicLong();
 
     /** The most pages a chunk has: page numbers fit a {@code char} beside the {@link #NONE} link. */
     static final int MAX_PAGES = 0xFFFE;
@@ -54,6 +56,11 @@ final class Chunk {
 
     final Arena arena;
     final NativeRegion region;
+    /**
+     * A number no other chunk or region of this JVM ever has: what
+     * {@link Allocation#regionKey()} gives for the allocations in it.
+     */
+    final long key = KEYS.incrementAndGet();
     /** The slot of this chunk in its arena's table; names it in remote-free entries. */
     final int id;
     final boolean huge;

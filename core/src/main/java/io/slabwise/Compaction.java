@@ -310,7 +310,8 @@ final class Compaction {
                 if (!holding.contains(owner.getKey())) {
                     continue; // no chunk being emptied holds its entries: its walk would find nothing
                 }
-                Evacuation evacuation = new Evacuation(this, owner.getKey(), maxBytesToMove - moved);
+                Evacuation evacuation = new Evacuation(this, owner.getKey(), maxBytesToMove - moved,
+                        regionKeysHolding(started, owner.getKey()));
                 try {
                     owner.getValue().relocate(evacuation);
                 } catch (RuntimeException e) {
@@ -509,6 +510,13 @@ final class Compaction {
             }
         }
         return general;
+    }
+
+    /** The keys of the victims that may hold entries of {@code category}, ascending. */
+    private long[] regionKeysHolding(List<Victim> victims, Category category) {
+        return victims.stream()
+                .filter(v -> v.category == null ? generalCategories.contains(category) : v.category == category)
+                .mapToLong(v -> v.chunk.key).sorted().toArray();
     }
 
     /** The categories whose entries the victims may hold: theirs, and for general-pool chunks those with memory there. */

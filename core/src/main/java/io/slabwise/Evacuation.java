@@ -26,6 +26,8 @@ public final class Evacuation {
     private final Compaction compaction;
     private final Category category;
     private final long byteBudget;
+    /** The keys of the chunks and blocks being emptied that may hold this category's entries, ascending. */
+    private final long[] regionKeys;
     private boolean over;
     long movedBytes;
     long movedEntries;
@@ -36,10 +38,11 @@ public final class Evacuation {
     /** Chunks whose old memory readers still hold after a move: they stay closed to new memory until it comes back. */
     final Set<Chunk> draining = new HashSet<>();
 
-    Evacuation(Compaction compaction, Category category, long byteBudget) {
+    Evacuation(Compaction compaction, Category category, long byteBudget, long[] regionKeys) {
         this.compaction = compaction;
         this.category = category;
         this.byteBudget = byteBudget;
+        this.regionKeys = regionKeys;
     }
 
     /** The category whose entries this evacuation moves. */
@@ -55,6 +58,18 @@ public final class Evacuation {
         checkUsable();
         Chunk chunk = allocation.chunk;
         return chunk != null && chunk.evacuating && allocation.category == category;
+    }
+
+    /**
+     * The {@linkplain Allocation#regionKey() region keys} of the chunks and
+     * blocks this compaction empties that may hold entries of this category,
+     * ascending (a new array each call). An owner that keeps its entries by
+     * region key looks only at those under these keys, rather than at every
+     * entry; every entry {@link #contains} is under one of them.
+     */
+    public long[] regionKeys() {
+        checkUsable();
+        return regionKeys.clone();
     }
 
     /** Whether the compaction's budget allows more bytes to move; an owner stops walking its entries when not. */

@@ -2,8 +2,10 @@ package io.slabwise;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
@@ -207,6 +209,89 @@ class CompactionTest {
             sequential.check();
             general.freeAll();
             sequential.freeAll();
+        }
+    }
+
+    /**
+     * An owner that keeps its entries by region key looks, during a
+     * compaction, only at the entries under the evacuation's keys: every
+     * entry the evacuation contains is under one of them (checked against a
+     * walk of every entry), the owner moves them all, and looks at a small
+     * share of the cache.
+     */
+    @Test
+    void anOwnerKeepingEntriesByRegionKeyLooksOnlyAtWhatMoves() {
+        try (MemoryPool pool = ungroupedPool()) {
+            Random random = new Random(36);
+            Category cache = pool.category("cache");
+            SequentialAllocator log = pool.sequential("log");
+            java.util.Map<Long, List<Allocation>> byKey = new java.util.HashMap<>();
+            List<Allocation> all = new ArrayList<>();
+            for (int i = 0; i < 20_000; i++) {
+                Allocation a = new Allocation();
+                if (i % 2 == 0) {
+                    pool.allocate(cache, 64 + random.nextInt(4096), a);
+                } else {
+                    log.allocate(64 + random.nextInt(4096), a);
+                }
+                MovingOwner.fill(a, i);
+                all.add(a);
+            }
+            // the entries of a few chunks thin out; everywhere else nothing is freed
+            Set<Long> thinned = new HashSet<>();
+            for (Allocation a : all) {
+                if (thinned.size() < 6 && random.nextInt(500) == 0) {
+                    thinned.add(a.regionKey());
+                }
+            }
+            List<Allocation> kept = new ArrayList<>();
+            List<Long> seeds = new ArrayList<>();
+            for (int i = 0; i < all.size(); i++) {
+                Allocation a = all.get(i);
+                if (thinned.contains(a.regionKey()) && random.nextInt(10) > 0) {
+                    pool.free(a);
+                } else {
+                    kept.add(a);
+                    seeds.add((long) i);
+                    byKey.computeIfAbsent(a.regionKey(), k -> new ArrayList<>()).add(a);
+                }
+            }
+            long[] looked = {0};
+            long[] contained = {0};
+            Relocator keyed = evacuation -> {
+                long[] keys = evacuation.regionKeys();
+                for (Allocation a : kept) { // the oracle: a walk of every entry
+                    if (evacuation.contains(a)) {
+                        contained[0]++;
+                        assertTrue(java.util.Arrays.binarySearch(keys, a.regionKey()) >= 0, "an entry to move under no key");
+                    }
+                }
+                for (long key : keys) {
+                    List<Allocation> bucket = byKey.remove(key);
+                    for (Allocation old : bucket == null ? List.<Allocation>of() : bucket) {
+                        looked[0]++;
+                        Allocation now = old;
+                        Allocation fresh = new Allocation();
+                        if (evacuation.contains(old) && evacuation.moveInto(old, fresh)) {
+                            kept.set(kept.indexOf(old), fresh);
+                            pool.free(old);
+                            now = fresh;
+                        }
+                        byKey.computeIfAbsent(now.regionKey(), k -> new ArrayList<>()).add(now);
+                    }
+                }
+            };
+            pool.setRelocator("cache", keyed);
+            pool.setRelocator("log", keyed);
+            CompactionStats done = pool.compact();
+            assertTrue(done.movedEntries() > 0, done::toString);
+            assertEquals(contained[0], done.movedEntries(), () -> "every contained entry moved: " + done);
+            assertTrue(looked[0] * 10 < kept.size(), () -> "looked at " + looked[0] + " of " + kept.size() + " entries");
+            for (int i = 0; i < kept.size(); i++) {
+                MovingOwner.verify(kept.get(i), seeds.get(i));
+            }
+            kept.forEach(pool::free);
+            assertEquals(0, pool.requestedBytes());
         }
     }
 

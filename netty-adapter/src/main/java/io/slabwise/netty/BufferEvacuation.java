@@ -36,6 +36,34 @@ public final class BufferEvacuation {
         return evacuation.category().name();
     }
 
+    /**
+     * The region keys of the chunks and blocks this compaction empties that
+     * may hold this category's buffers, ascending (see
+     * {@link io.slabwise.Evacuation#regionKeys()}). An owner that keeps its
+     * buffers by {@link #regionKeysOf region key} looks only at those under
+     * these keys, rather than at every buffer it holds.
+     */
+    public long[] regionKeys() {
+        return evacuation.regionKeys();
+    }
+
+    /**
+     * The {@linkplain Allocation#regionKey() region keys} of the memory
+     * under an entry, ascending and distinct: one for a buffer from
+     * {@code directBuffer} or a sequential allocator, one per block for a
+     * payload of blocks. They stay the same while the buffer lives; a moved
+     * buffer's copy has keys of its own. Empty for a released buffer, a
+     * slice, or a buffer of no Slabwise allocator.
+     */
+    public static long[] regionKeysOf(ByteBuf buffer) {
+        ByteBuf root = root(buffer);
+        List<Allocation> memory = root.refCnt() != 0 ? memoryOf(root) : null;
+        if (memory == null) {
+            return new long[0];
+        }
+        return memory.stream().mapToLong(Allocation::regionKey).filter(k -> k >= 0).distinct().sorted().toArray();
+    }
+
     /** Whether the budget allows more bytes to move; stop walking the entries when not. */
     public boolean budgetLeft() {
         return evacuation.budgetLeft();

@@ -30,6 +30,13 @@ package io.slabwise.netty;
  *     }
  * });
  * }</pre>
+ *
+ * <p>A cache of many entries walks them all on every call that way. It can
+ * instead keep its buffers by region key
+ * ({@link BufferEvacuation#regionKeysOf(io.netty.buffer.ByteBuf)} when it adds
+ * one) and look only at the buckets under {@link BufferEvacuation#regionKeys()},
+ * filing a moved buffer under its copy's keys: a compaction then costs the
+ * owner in proportion to what lies in the chunks being emptied.
  */
 @FunctionalInterface
 public interface BufferRelocator {

@@ -378,6 +378,8 @@ class RelocationModelTest {
                     if (!evacuation.contains(old)) {
                         continue;
                     }
+                    assertTrue(underAnyKey(BufferEvacuation.regionKeysOf(old), evacuation.regionKeys()),
+                            () -> where() + ": an entry to move lies under none of the evacuation's region keys");
                     if (random.nextInt(10) == 0) {
                         evacuation.refused(); // in use: it stays
                         refused++;
@@ -392,6 +394,8 @@ class RelocationModelTest {
                         continue;
                     }
                     assertFalse(evacuation.contains(copy), () -> where() + ": a copy landed in a chunk being emptied");
+                    assertFalse(underAnyKey(BufferEvacuation.regionKeysOf(copy), evacuation.regionKeys()),
+                            () -> where() + ": a copy lies under a region key being emptied");
                     assertEquals(old.capacity(), copy.capacity(), this::where);
                     assertEquals(old.maxCapacity(), copy.maxCapacity(), this::where);
                     assertEquals(old.readerIndex(), copy.readerIndex(), this::where);
@@ -424,6 +428,16 @@ class RelocationModelTest {
             } finally {
                 lock.unlock();
             }
+        }
+
+        /** Whether any of an entry's region keys is among {@code evacuated} (ascending). */
+        private static boolean underAnyKey(long[] keys, long[] evacuated) {
+            for (long key : keys) {
+                if (java.util.Arrays.binarySearch(evacuated, key) >= 0) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         private void check() {
