@@ -3,6 +3,7 @@ package io.slabwise.examples.integrations;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
+import io.netty.channel.Channel;
 import io.slabwise.CategoryStats;
 import io.slabwise.PoolStats;
 import io.slabwise.netty.SlabwiseAllocator;
@@ -49,6 +50,9 @@ public final class Exchange {
     private final Tally serverSent = new Tally();
     private final Tally clientReceived = new Tally();
     private final LongAdder residencyChecks = new LongAdder();
+    private final LongAdder serverChannelsAdopted = new LongAdder();
+    private final LongAdder clientChannelsAdopted = new LongAdder();
+    private volatile String adoptedFrom = "";
     private final LongAdder failureCount = new LongAdder();
     private final Queue<String> failures = new ConcurrentLinkedQueue<>();
     private volatile PoolStats atStart;
@@ -130,6 +134,39 @@ public final class Exchange {
      */
     public void serverHolds(ByteBuf body, int length) {
         checkResidency("server", serverCategory, serverView, body, length);
+    }
+
+    /**
+     * Gives a server channel the server's view when it came with another
+     * allocator, as an HTTP/2 stream's child channel does (it starts with
+     * Netty's default, not its connection's), and counts it.
+     */
+    public void adoptServerChannel(Channel channel) {
+        adopt(channel, serverView, serverChannelsAdopted);
+    }
+
+    /** Gives a client channel the client's view; see {@link #adoptServerChannel(Channel)}. */
+    public void adoptClientChannel(Channel channel) {
+        adopt(channel, clientView, clientChannelsAdopted);
+    }
+
+    private void adopt(Channel channel, ByteBufAllocator view, LongAdder adopted) {
+        ByteBufAllocator previous = channel.config().getAllocator();
+        if (previous != view) {
+            adopted.increment();
+            adoptedFrom = channel.getClass().getSimpleName() + " came with " + previous;
+            channel.config().setAllocator(view);
+        }
+    }
+
+    /** Server channels that came with another allocator and were given the server's view. */
+    public long serverChannelsAdopted() {
+        return serverChannelsAdopted.sum();
+    }
+
+    /** Client channels that came with another allocator and were given the client's view. */
+    public long clientChannelsAdopted() {
+        return clientChannelsAdopted.sum();
     }
 
     /** The client holds a whole body; see {@link #serverHolds(ByteBuf, int)}. */
@@ -251,6 +288,10 @@ public final class Exchange {
         out.append("  server sent      ").append(serverSent).append('\n');
         out.append("  client received  ").append(clientReceived).append('\n');
         out.append("  residency checks ").append(residencyChecks()).append(", failures ").append(failureCount()).append('\n');
+        if (serverChannelsAdopted() + clientChannelsAdopted() > 0) {
+            out.append("  channels given their side's view: server ").append(serverChannelsAdopted()).append(", client ")
+                    .append(clientChannelsAdopted()).append(" (e.g. ").append(adoptedFrom).append(")\n");
+        }
         PoolStats after = afterShutdown;
         if (after != null) {
             out.append("  allocations      ").append(serverCategory).append('=')

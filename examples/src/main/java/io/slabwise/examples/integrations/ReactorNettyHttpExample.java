@@ -100,7 +100,7 @@ public final class ReactorNettyHttpExample {
                     .option(ChannelOption.ALLOCATOR, exchange.serverAllocator())
                     .childOption(ChannelOption.ALLOCATOR, exchange.serverAllocator())
                     // an HTTP/2 stream is a channel of its own, whose allocator is Netty's default: give it ours
-                    .doOnConnection(connection -> connection.channel().config().setAllocator(exchange.serverAllocator()))
+                    .doOnConnection(connection -> exchange.adoptServerChannel(connection.channel()))
                     .protocol(protocol)
                     .secure(spec -> spec.sslContext(serverTls))
                     .handle((request, response) -> {
@@ -121,7 +121,7 @@ public final class ReactorNettyHttpExample {
             HttpClient client = HttpClient.create(connections)
                     .runOn(clientLoops)
                     .option(ChannelOption.ALLOCATOR, exchange.clientAllocator())
-                    .doOnRequest((request, connection) -> connection.channel().config().setAllocator(exchange.clientAllocator()))
+                    .doOnRequest((request, connection) -> exchange.adoptClientChannel(connection.channel()))
                     .protocol(protocol)
                     .secure(spec -> spec.sslContext(clientTls))
                     .baseUrl("https://127.0.0.1:" + server.port());
