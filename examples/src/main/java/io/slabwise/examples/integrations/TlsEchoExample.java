@@ -9,10 +9,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.LengthFieldPrepender;
 import io.netty.handler.ssl.OpenSsl;
@@ -35,7 +32,8 @@ import java.util.concurrent.TimeUnit;
  * {@code SSLEngine} ({@link SslProvider#JDK}) or netty-tcnative's BoringSSL
  * ({@link SslProvider#OPENSSL}, which reads and writes direct buffers through
  * their native memory). The allocator goes to the bootstraps as in any Netty
- * program, and to each {@code SslHandler} as the channel's allocator.
+ * program, and to each {@code SslHandler} as the channel's allocator. It
+ * runs on NIO, or on any other {@link Transport} (epoll, io_uring).
  *
  * <p>Each of {@value #CONNECTIONS} connections sends its share of a
  * {@link BodyPlan}'s bodies as length-prefixed frames, one in flight at a
@@ -81,27 +79,38 @@ public final class TlsEchoExample {
 
     /**
      * Starts a TLS echo server and {@link #CONNECTIONS} clients on
-     * {@code allocator}, echoes every body of {@code plan}, shuts down and
-     * waits for the event loops' threads to end.
+     * {@code allocator} over NIO, echoes every body of {@code plan}, shuts
+     * down and waits for the event loops' threads to end.
      *
      * @throws SSLException when a TLS context cannot be built (OpenSSL where netty-tcnative does not load)
      * @throws InterruptedException when interrupted while waiting
      */
-    @SuppressWarnings("deprecation") // NioEventLoopGroup: deprecated in Netty 4.2, the way to go in 4.1
     public static Exchange run(SlabwiseAllocator allocator, SslProvider provider, SelfSignedKey key, BodyPlan plan)
             throws SSLException, InterruptedException {
-        Exchange exchange = new Exchange("Netty echo over TLS (" + provider + ")", allocator, SERVER_CATEGORY, CLIENT_CATEGORY);
+        return run(allocator, Transport.nio(), provider, key, plan);
+    }
+
+    /**
+     * As {@link #run(SlabwiseAllocator, SslProvider, SelfSignedKey, BodyPlan)}, on {@code transport}.
+     *
+     * @throws SSLException when a TLS context cannot be built (OpenSSL where netty-tcnative does not load)
+     * @throws InterruptedException when interrupted while waiting
+     */
+    public static Exchange run(SlabwiseAllocator allocator, Transport transport, SslProvider provider, SelfSignedKey key,
+                               BodyPlan plan) throws SSLException, InterruptedException {
+        Exchange exchange = new Exchange("Netty echo over TLS (" + provider + ") on " + transport.name(), allocator,
+                SERVER_CATEGORY, CLIENT_CATEGORY);
         SslContext serverTls = SslContextBuilder.forServer(key.privateKey(), key.certificate()).sslProvider(provider).build();
         SslContext clientTls = SslContextBuilder.forClient().trustManager(key.certificate()).sslProvider(provider).build();
         RecordedThreads threads = new RecordedThreads();
-        EventLoopGroup boss = new NioEventLoopGroup(1, threads.factory("tls-boss"));
-        EventLoopGroup workers = new NioEventLoopGroup(2, threads.factory("tls-server"));
-        EventLoopGroup clientLoops = new NioEventLoopGroup(2, threads.factory("tls-client"));
+        EventLoopGroup boss = transport.newGroup(1, threads.factory("tls-boss"));
+        EventLoopGroup workers = transport.newGroup(2, threads.factory("tls-server"));
+        EventLoopGroup clientLoops = transport.newGroup(2, threads.factory("tls-client"));
         List<Channel> channels = new ArrayList<>();
         try {
             Channel server = new ServerBootstrap()
                     .group(boss, workers)
-                    .channel(NioServerSocketChannel.class)
+                    .channel(transport.serverChannel())
                     .option(ChannelOption.ALLOCATOR, exchange.serverAllocator())
                     .childOption(ChannelOption.ALLOCATOR, exchange.serverAllocator())
                     .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -124,7 +133,7 @@ public final class TlsEchoExample {
                 }
                 channels.add(new Bootstrap()
                         .group(clientLoops)
-                        .channel(NioSocketChannel.class)
+                        .channel(transport.channel())
                         .option(ChannelOption.ALLOCATOR, exchange.clientAllocator())
                         .handler(new ChannelInitializer<SocketChannel>() {
                             @Override

@@ -16,6 +16,10 @@
  * memory, and keeps the allocator's figures once the framework has shut down
  * and its threads have ended.
  *
+ * <p>The TLS example runs on any {@link io.slabwise.examples.integrations.Transport}:
+ * NIO here, and Netty 4.2's epoll and io_uring in the tests of the
+ * {@code netty-4.2-native} build profile.
+ *
  * <p>Threads: every framework runs on event loops and executors the example
  * makes through a {@link io.slabwise.examples.integrations.RecordedThreads},
  * so that shutting down can wait until each thread that held a thread cache
