@@ -49,8 +49,9 @@ import java.util.function.IntConsumer;
  * channel's buffers, which is where the example checks that it lies in the
  * side's category ({@value #SERVER_CATEGORY}, {@value #CLIENT_CATEGORY}).
  *
- * <p>Run with {@code mvn -q -B -pl examples exec:java -Dexec.mainClass=io.slabwise.examples.integrations.GrpcExample}
- * (after {@code mvn install}; or from an IDE): 64 MiB each way, exit status 1 if anything went wrong.
+ * <p>Run with {@code mvn -q -B install -DskipTests && mvn -q -B -pl examples exec:java
+ * -Dexec.mainClass=io.slabwise.examples.integrations.GrpcExample}.
+ * It moves 64 MiB each way and exits with status 1 if anything went wrong.
  */
 public final class GrpcExample {
 

@@ -36,10 +36,10 @@ import java.util.concurrent.TimeUnit;
  * {@link Exchange}, and check that each whole body they hold lies in their
  * category ({@value #SERVER_CATEGORY} and {@value #CLIENT_CATEGORY}).
  *
- * <p>Run with {@code mvn -q -B -pl examples -am package -DskipTests} and then
- * {@code mvn -q -B -pl examples exec:java -Dexec.mainClass=io.slabwise.examples.integrations.ReactorNettyHttpExample}
- * (after {@code mvn install}; or run the class from an IDE). It runs HTTP/1.1
- * and then HTTP/2, 64 MiB each way, and exits with status 1 if anything went wrong.
+ * <p>Run with {@code mvn -q -B install -DskipTests && mvn -q -B -pl examples exec:java
+ * -Dexec.mainClass=io.slabwise.examples.integrations.ReactorNettyHttpExample}.
+ * It runs HTTP/1.1 and then HTTP/2, 64 MiB each way, and exits with status 1
+ * if anything went wrong.
  */
 public final class ReactorNettyHttpExample {
 

@@ -40,9 +40,10 @@ import java.util.concurrent.TimeUnit;
  * time; the server echoes every frame. Both sides check each whole frame they
  * hold against their category ({@value #SERVER_CATEGORY}, {@value #CLIENT_CATEGORY}).
  *
- * <p>Run with {@code mvn -q -B -pl examples exec:java -Dexec.mainClass=io.slabwise.examples.integrations.TlsEchoExample}
- * (after {@code mvn install}; or from an IDE): both providers where OpenSSL
- * loads, 64 MiB each way, exit status 1 if anything went wrong.
+ * <p>Run with {@code mvn -q -B install -DskipTests && mvn -q -B -pl examples exec:java
+ * -Dexec.mainClass=io.slabwise.examples.integrations.TlsEchoExample}.
+ * It runs the JDK provider, and OpenSSL where netty-tcnative loads, 64 MiB
+ * each way, and exits with status 1 if anything went wrong.
  */
 public final class TlsEchoExample {
 
