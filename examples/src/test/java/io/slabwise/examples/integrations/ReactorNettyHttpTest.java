@@ -1,12 +1,27 @@
 package io.slabwise.examples.integrations;
 
+import io.micrometer.core.instrument.Metrics;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.handler.ssl.SslContext;
+import io.slabwise.metrics.SlabwiseMetrics;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
 import reactor.netty.http.HttpProtocol;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServer;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -45,6 +60,50 @@ class ReactorNettyHttpTest extends FrameworkTrafficTest {
             assertTrue(exchange.clientChannelsAdopted() >= plan.bodies(), exchange::summary);
         } else {
             assertEquals(0, exchange.serverChannelsAdopted() + exchange.clientChannelsAdopted(), exchange::summary);
+        }
+    }
+
+    /**
+     * Reactor Netty's allocator meters ({@code reactor.netty.bytebuf.allocator.*})
+     * are made only for Netty's own allocators: with Slabwise on the channels
+     * they say nothing, while its HTTP meters and Slabwise's own binder, in
+     * the same registry, show the traffic.
+     */
+    @Test
+    @SuppressWarnings("deprecation") // NioEventLoopGroup: deprecated in Netty 4.2, the way to go in 4.1
+    void reactorNettysAllocatorMetersSayNothingOfSlabwiseWhileItsOwnMetersDo() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Metrics.addRegistry(registry);
+        EventLoopGroup loops = new NioEventLoopGroup(1);
+        SlabwiseAllocator allocator = SlabwiseAllocator.builder().build();
+        DisposableServer server = null;
+        try {
+            SlabwiseMetrics.forAllocator(allocator, allocator.pool(), "http").bindTo(registry);
+            server = HttpServer.create().host("127.0.0.1").port(0).runOn(loops)
+                    .option(ChannelOption.ALLOCATOR, allocator)
+                    .childOption(ChannelOption.ALLOCATOR, allocator)
+                    .metrics(true, uri -> "/")
+                    .handle((request, response) -> response.sendString(Mono.just("served")))
+                    .bindNow(Duration.ofSeconds(30));
+            String body = HttpClient.newConnection().runOn(loops)
+                    .option(ChannelOption.ALLOCATOR, allocator)
+                    .get().uri("http://127.0.0.1:" + server.port() + "/")
+                    .responseContent().aggregate().asString().block(Duration.ofSeconds(30));
+            assertEquals("served", body);
+
+            List<String> names = registry.getMeters().stream().map(meter -> meter.getId().getName()).distinct().sorted().toList();
+            assertTrue(names.stream().anyMatch(name -> name.startsWith("reactor.netty.http.server.")), names::toString);
+            assertTrue(names.stream().noneMatch(name -> name.startsWith("reactor.netty.bytebuf.allocator.")), names::toString);
+            double allocations = registry.get("slabwise.category.allocations").tag("category", "network").functionCounter().count();
+            assertTrue(allocations > 0, names::toString);
+        } finally {
+            if (server != null) {
+                server.disposeNow(Duration.ofSeconds(30));
+            }
+            loops.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+            Metrics.removeRegistry(registry);
+            registry.close();
+            allocator.close();
         }
     }
 }
