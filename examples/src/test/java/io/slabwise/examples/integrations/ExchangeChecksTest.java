@@ -7,6 +7,7 @@ import io.netty.buffer.Unpooled;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.List;
 
@@ -19,6 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * outside Slabwise, a buffer served by Netty's default allocator, a changed
  * byte. (The framework tests only ever see them pass.)
  */
+@Timeout(30)
 class ExchangeChecksTest {
 
     private final SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(1 << 20).build();
