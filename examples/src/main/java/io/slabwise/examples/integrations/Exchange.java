@@ -28,6 +28,10 @@ import java.util.concurrent.atomic.LongAdder;
  *       live buffers (the category's requested bytes are at least the body's
  *       length) and, where the receiver sees the buffers, every one of them
  *       must come from its side's view (its {@code alloc()});</li>
+ *   <li>what the allocators a framework falls back on ({@link FallbackAllocators})
+ *       served from the start of the traffic to the end of the shutdown, and
+ *       how many channels came with another allocator and were given their
+ *       side's view (HTTP/2 streams);</li>
  *   <li>the failures seen on any thread (a wrong byte, a refused check, an
  *       exception), and the allocator's figures at the start and once the
  *       framework has shut down and its threads have ended.</li>
