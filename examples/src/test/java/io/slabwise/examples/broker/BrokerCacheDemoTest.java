@@ -17,8 +17,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BrokerCacheDemoTest {
 
     /**
-     * Besides succeeding: the compaction frees every chunk and block it
-     * chose; the log cache keeps fewer pinned chunks, the ones left more than
+     * Besides succeeding: the compaction frees what it reports, the drop in
+     * committed bytes; the log cache keeps fewer pinned chunks, the ones left more than
      * half used; the block cache holds fewer blocks; the pool holds fewer
      * bytes of chunks and blocks, and no more committed bytes than before.
      */
@@ -28,7 +28,10 @@ class BrokerCacheDemoTest {
         assertTrue(outcome.succeeded());
         CompactionStats done = outcome.compaction();
         assertTrue(done.chunksFreed() > 0, done::toString);
-        assertEquals(done.chunksEvacuated(), done.chunksFreed(), done::toString);
+        // what it reports freed is what left the pool: with region groups, a chunk emptied back into a group that
+        // still holds others frees nothing yet
+        assertEquals(outcome.poolBefore().committedBytes() - outcome.poolAfter().committedBytes(), done.bytesFreed(),
+                outcome::toString);
         assertEquals(0, done.refusedEntries(), done::toString);
         assertTrue(outcome.logAfter().pinnedChunks() < outcome.logBefore().pinnedChunks(), outcome::toString);
         assertTrue(outcome.logBefore().pinnedOccupancy() < 0.7, outcome::toString);
