@@ -88,6 +88,29 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      */
     static final boolean NATIVE_ACCESS = PlatformDependent.hasUnsafe() && PlatformDependent.isUnaligned();
 
+    /**
+     * Whether Netty's own direct buffers report their memory's address where
+     * Netty has no {@code Unsafe} (Netty 4.2 does, Netty 4.1 does not): a
+     * buffer without native access then reports its address too, so that
+     * native transports and OpenSSL hand it to native code as they do
+     * Netty's buffers, instead of copying through a {@code ByteBuffer}.
+     * Java code still reads and writes through the buffer's checked paths.
+     * Asked of Netty once, by making and releasing one unpooled buffer.
+     */
+    static final boolean ADDRESS_WITHOUT_NATIVE_ACCESS = nettyReportsAddressesWithoutUnsafe();
+
+    private static boolean nettyReportsAddressesWithoutUnsafe() {
+        if (PlatformDependent.hasUnsafe()) {
+            return false; // Netty's buffers there have native access, and so do ours where the platform allows
+        }
+        ByteBuf probe = new io.netty.buffer.UnpooledByteBufAllocator(false, true).directBuffer(1);
+        try {
+            return probe.hasMemoryAddress();
+        } finally {
+            probe.release();
+        }
+    }
+
     private static final int STREAM_COPY_CHUNK = 8192;
 
     private static final VarHandle REF_CNT;
@@ -467,15 +490,27 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         throw new UnsupportedOperationException("direct buffer");
     }
 
+    /**
+     * Whether {@link #memoryAddress()} gives this buffer's address: where
+     * Netty's own direct buffers report theirs without native access (see
+     * {@link #ADDRESS_WITHOUT_NATIVE_ACCESS}). Native code handed the
+     * address must be done with it before the buffer is released; a
+     * relocatable cache entry is moved only by its owner, which never moves
+     * one that anything, Java or native, is writing, and its old memory
+     * stays valid until its last reference is released.
+     */
     @Override
     public boolean hasMemoryAddress() {
-        return false;
+        return ADDRESS_WITHOUT_NATIVE_ACCESS;
     }
 
     @Override
     public long memoryAddress() {
         ensureAccessible();
-        throw new UnsupportedOperationException("no native access on this JVM: read the bytes through nioBuffer()");
+        if (!hasMemoryAddress()) {
+            throw new UnsupportedOperationException("no native access on this JVM: read the bytes through nioBuffer()");
+        }
+        return address;
     }
 
     // ---- derived buffers --------------------------------------------------------------------
