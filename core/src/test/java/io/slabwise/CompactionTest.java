@@ -31,28 +31,10 @@ class CompactionTest {
         return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(2).build());
     }
 
-    /**
-     * Direct buffers as {@link ChunkSource#direct()} makes them, but never
-     * carved from region groups (which only that source's own instance uses,
-     * on JDK 17 without {@code MALLOC_MMAP_THRESHOLD_}): every chunk emptied
-     * leaves the pool on its own.
-     */
-    private static final ChunkSource UNGROUPED = new ChunkSource() {
-        @Override
-        public NativeRegion allocate(int size) {
-            return ChunkSource.direct().allocate(size);
-        }
-
-        @Override
-        public void release(NativeRegion region) {
-            ChunkSource.direct().release(region);
-        }
-    };
-
     /** A pool whose emptied chunks each leave it, whatever the JDK and the environment. */
     private static MemoryPool ungroupedPool() {
         return new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(2)
-                .chunkSource(UNGROUPED).build());
+                .chunkSource(PoolMemory.chunkByChunk()).build());
     }
 
     @Test
