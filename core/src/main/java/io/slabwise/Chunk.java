@@ -16,9 +16,9 @@ package io.slabwise;
  * <pre>
  *  page:        0   1   2   3   4   5   6   7   8 ...
  *             [ used  ][ free run of 3 ][used][ free run ...
- *  runAt[2] =  3         (first page of a free run: its length)
- *  runAt[4] = -3         (last page of a free run of two pages or more: -(start + 1))
- *  runAt[p] =  0         (any other page; a run of one page has only its length)
+ *  runAt[2] = 3                  (first page of a free run: its length, up to 32,768 = END)
+ *  runAt[4] = END | (2 + 1)       (last page of a free run of two pages or more: END | (start + 1))
+ *  runAt[p] = 0                  (any other page; a run of one page has only its length)
  *  lists by length: len 3 -> {2, ...}; a bitmap over lengths marks the non-empty lists
  * </pre>
  *
@@ -28,11 +28,12 @@ package io.slabwise;
  *
  * <h2>Heap</h2>
  * A chunk's metadata is what a pool holds on the heap per GiB of native
- * memory, so it is kept small: one {@code int} per page for the run ends,
- * {@code char} links for the lists by length (a chunk has at most
- * {@link #MAX_PAGES} pages), and the table of subpages only once the chunk
- * carves one (a chunk of large runs never does): about 5 KiB for a 4 MiB
- * chunk of 8 KiB pages, 7 KiB with subpages.
+ * memory, so it is kept small: a {@code char} per page for the run ends
+ * and {@code char} links for the lists by length (a chunk has at most
+ * {@link #MAX_PAGES} pages: 256 MiB of 8 KiB pages), and the table of
+ * subpages only once the chunk carves one (a chunk of large runs never
+ * does): about 4.3 KiB for a 4 MiB chunk of 8 KiB pages, 6.3 KiB with
+ * subpages.
  *
  * <h2>Handles</h2>
  * An allocation inside a chunk is named by a {@code long} handle:
@@ -49,8 +50,10 @@ final class Chunk {
     /** The last {@link #key} given. */
     private static final java.util.concurrent.atomic.AtomicLong KEYS = new java.util.concurrent.atomic.AtomicLong();
 
-    /** The most pages a chunk has: page numbers fit a {@code char} beside the {@link #NONE} link. */
-    static final int MAX_PAGES = 0xFFFE;
+    /** The most pages a chunk has: a run's start and length fit the 15 bits of a {@link #runAt} mark. */
+    static final int MAX_PAGES = 1 << 15;
+    /** In {@link #runAt}, the mark of a free run's last page, beside its start + 1 (at least 1); alone, a length of 32,768. */
+    private static final char END = 0x8000;
     /** The end of a list of free runs. */
     private static final char NONE = 0xFFFF;
 
@@ -70,7 +73,7 @@ final class Chunk {
     final int pages;
 
     /** The ends of the free runs: see the class comment. */
-    private final int[] runAt;
+    private final char[] runAt;
     /** Doubly linked lists of free-run starts, one list per run length; {@link #NONE} ends a list. */
     private final char[] listHead;
     private final char[] next;
@@ -125,7 +128,7 @@ final class Chunk {
         if (pages > MAX_PAGES) {
             throw new IllegalArgumentException("a chunk has at most " + MAX_PAGES + " pages, not " + pages);
         }
-        runAt = new int[pages];
+        runAt = new char[pages];
         listHead = new char[pages + 1];
         java.util.Arrays.fill(listHead, NONE);
         next = new char[pages];
@@ -241,7 +244,7 @@ final class Chunk {
                 start = before;
             }
         }
-        if (end < pages && runAt[end] > 0) { // a free run starts right after (it cannot end there: end - 1 is ours)
+        if (end < pages && runAt[end] != 0) { // a free run starts right after (it cannot end there: end - 1 is ours)
             int afterLength = runAt[end];
             removeFreeRun(end, afterLength);
             end += afterLength;
@@ -269,13 +272,14 @@ final class Chunk {
     /** The first page of the free run whose last page is {@code page}, or -1 when no free run ends there. */
     private int startOfFreeRunEndingAt(int page) {
         int v = runAt[page];
-        if (v < 0) {
-            return -v - 1;
+        if (v > END) {
+            return (v & ~END) - 1;
         }
-        // a positive value starts a free run: one of a single page ends there too; a longer one cannot
-        // hold page + 1, which the caller is freeing
+        // a length starts a free run: one of a single page ends there too; a longer one cannot hold page + 1,
+        // which the caller is freeing
         return v == 1 ? page : -1;
     }
+
 
     private int shortestFreeRunAtLeast(int length) {
         int w = length >>> 6;
@@ -292,9 +296,9 @@ final class Chunk {
     }
 
     private void insertFreeRun(int start, int length) {
-        runAt[start] = length;
+        runAt[start] = (char) length; // 32,768 is END alone, which no last page's mark is
         if (length > 1) {
-            runAt[start + length - 1] = -(start + 1);
+            runAt[start + length - 1] = (char) (END | (start + 1)); // start + 1 < MAX_PAGES: the run has two pages
         }
         char head = listHead[length];
         next[start] = head;

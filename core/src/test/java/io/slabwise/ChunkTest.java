@@ -24,6 +24,42 @@ class ChunkTest {
         return new Chunk(null, region, 0, PAGE_SHIFT);
     }
 
+    /**
+     * A chunk of the most pages (a 256 MiB chunk of 8 KiB pages; here of
+     * 16-byte pages, to stay small) keeps a free run of all its pages, whose
+     * length has a mark of its own, and every split and merge at its ends;
+     * one more page is refused.
+     */
+    @Test
+    void theLargestChunkKeepsARunOfAllItsPages() {
+        int pages = Chunk.MAX_PAGES;
+        ByteBuffer memory = ByteBuffer.allocateDirect(pages << 4);
+        Chunk chunk = new Chunk(null, new NativeRegion(memory, BufferAddress.of(memory), pages << 4), 0, 4);
+        assertEquals(pages, chunk.longestFreeRun());
+        long whole = chunk.allocateRun(pages);
+        assertEquals(0, chunk.freePages);
+        chunk.freeRun(Chunk.runStart(whole), pages);
+        assertEquals(pages, chunk.longestFreeRun());
+        long first = chunk.allocateRun(1);
+        long rest = chunk.allocateRun(pages - 1);
+        assertEquals(1, Chunk.runStart(rest));
+        chunk.freeRun(Chunk.runStart(rest), pages - 1); // a free run ending at the last page
+        assertEquals(pages - 1, chunk.longestFreeRun());
+        chunk.freeRun(Chunk.runStart(first), 1); // merges with it: all pages again
+        assertEquals(pages, chunk.longestFreeRun());
+        assertEquals(pages, chunk.freePages);
+        long last = chunk.allocateRun(pages - 1);
+        long one = chunk.allocateRun(1);
+        assertEquals(pages - 1, Chunk.runStart(one));
+        chunk.freeRun(Chunk.runStart(last), pages - 1);
+        chunk.freeRun(Chunk.runStart(one), 1); // the last page merges with the run before it
+        assertEquals(pages, chunk.longestFreeRun());
+        ByteBuffer tooLarge = ByteBuffer.allocateDirect((pages + 1) << 4);
+        IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> new Chunk(null, new NativeRegion(tooLarge, BufferAddress.of(tooLarge), (pages + 1) << 4), 0, 4));
+        assertTrue(refused.getMessage().contains(String.valueOf(pages + 1)), refused.getMessage());
+    }
+
     @Test
     void aNewChunkIsOneFreeRunOfAllItsPages() {
         Chunk chunk = newChunk(512);
