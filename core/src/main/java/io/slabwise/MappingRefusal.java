@@ -6,7 +6,8 @@ import java.nio.file.Path;
 import java.util.stream.Stream;
 
 /**
- * What the pool says when the operating system refuses to map a chunk: the
+ * What the pool says when the operating system refuses to map a chunk (or
+ * to unmap one, which can split a mapping in two): the
  * error number, and for {@code ENOMEM} the two figures that tell an
  * operator which limit was hit, the mappings the process holds and
  * {@code vm.max_map_count}. Read only on that failure, never on a path that
@@ -20,9 +21,10 @@ final class MappingRefusal {
     private MappingRefusal() {
     }
 
-    /** The message for a mapping of {@code size} bytes refused with {@code errno}. */
-    static String message(long size, int errno) {
-        StringBuilder why = new StringBuilder("mmap of ").append(size).append(" bytes failed with errno ").append(errno);
+    /** The message for a call ({@code mmap}, {@code munmap}) on {@code size} bytes refused with {@code errno}. */
+    static String message(String call, long size, int errno) {
+        StringBuilder why = new StringBuilder(call).append(" of ").append(size).append(" bytes failed with errno ")
+                .append(errno);
         if (errno == ENOMEM) {
             long mappings = countLines(Path.of("/proc/self/maps"));
             String maxMapCount = firstLine(Path.of("/proc/sys/vm/max_map_count"));

@@ -11,6 +11,8 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.util.Locale;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A {@link ChunkSource} that maps every region straight from the operating
@@ -31,6 +33,13 @@ import java.util.Locale;
  * {@code vm.max_map_count} (the kernel merges neighbouring chunks into one
  * mapping, but a pool of many small chunks with holes between them can
  * reach the limit; a larger chunk size or a higher limit is the remedy).
+ *
+ * <p>At that limit {@code munmap} itself can fail: unmapping a chunk in the
+ * middle of a merged mapping splits it in two, one mapping more. The region's
+ * pages are then dropped with {@code madvise(MADV_DONTNEED)}, so its memory
+ * leaves the process all the same, and its address range waits in a queue
+ * for a later release or allocation to unmap it (a few at a time); a warning
+ * says so once.
  */
 @SuppressWarnings("restricted") // calling mmap and munmap is the point of this class
 final class MappedChunkSource implements ChunkSource {
@@ -39,16 +48,25 @@ final class MappedChunkSource implements ChunkSource {
     private static final int PROT_WRITE = 2;
     private static final int MAP_PRIVATE = 2;
     private static final int MAP_ANONYMOUS = 0x20;
+    private static final int MADV_DONTNEED = 4;
+    /** Ranges left mapped that a call retries to unmap, at most, before its own work. */
+    private static final int RETRIES_PER_CALL = 4;
+    private static final System.Logger LOGGER = System.getLogger(MappedChunkSource.class.getName());
 
     private final MethodHandle mmap;
     private final MethodHandle munmap;
+    private final MethodHandle madvise;
+    /** Address ranges given back whose unmapping failed (their pages are dropped): {address, size}. */
+    private final ConcurrentLinkedQueue<long[]> leftMapped = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean warned = new AtomicBoolean();
     /** The layout of the state {@code mmap} leaves behind: {@code errno}. */
     private final StructLayout callState;
     private final VarHandle errno;
 
-    private MappedChunkSource(MethodHandle mmap, MethodHandle munmap, StructLayout callState) {
+    private MappedChunkSource(MethodHandle mmap, MethodHandle munmap, MethodHandle madvise, StructLayout callState) {
         this.mmap = mmap;
         this.munmap = munmap;
+        this.madvise = madvise;
         this.callState = callState;
         this.errno = callState.varHandle(MemoryLayout.PathElement.groupElement("errno"));
     }
@@ -78,7 +96,10 @@ final class MappedChunkSource implements ChunkSource {
                     Linker.Option.captureCallState("errno"));
             MethodHandle munmap = linker.downcallHandle(linker.defaultLookup().find("munmap").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-            return new MappedChunkSource(mmap, munmap, Linker.Option.captureStateLayout());
+            MethodHandle madvise = linker.downcallHandle(linker.defaultLookup().find("madvise").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT));
+            return new MappedChunkSource(mmap, munmap, madvise, Linker.Option.captureStateLayout());
         } catch (RuntimeException | Error e) {
             return null; // no native access: fall back to direct buffers
         }
@@ -86,6 +107,7 @@ final class MappedChunkSource implements ChunkSource {
 
     @Override
     public NativeRegion allocate(int size) {
+        retryLeftMapped();
         MemorySegment segment;
         int error;
         try (Arena state = Arena.ofConfined()) {
@@ -99,7 +121,7 @@ final class MappedChunkSource implements ChunkSource {
             error = (int) errno.get(capturedState, 0L);
         }
         if (segment.address() == -1L || segment.address() == 0L) {
-            throw new OutOfMemoryError(MappingRefusal.message(size, error));
+            throw new OutOfMemoryError(MappingRefusal.message("mmap", size, error));
         }
         ByteBuffer buffer = segment.reinterpret(size).asByteBuffer();
         return new NativeRegion(buffer, segment.address(), size);
@@ -107,14 +129,55 @@ final class MappedChunkSource implements ChunkSource {
 
     @Override
     public void release(NativeRegion region) {
-        int result;
+        retryLeftMapped();
+        if (unmap(region.address(), region.size())) {
+            return;
+        }
+        // at vm.max_map_count an unmapping that splits a mapping fails: the pages go now, the range later
+        if (dropPages(region.address(), region.size()) != 0) {
+            throw new IllegalStateException("munmap and madvise of " + region.size() + " bytes at " + region.address()
+                    + " failed");
+        }
+        leftMapped.add(new long[] {region.address(), region.size()});
+        if (warned.compareAndSet(false, true)) {
+            LOGGER.log(System.Logger.Level.WARNING, MappingRefusal.message("munmap", region.size(), MappingRefusal.ENOMEM)
+                    + ". Its pages were dropped (madvise), so its memory left the process; its address range stays"
+                    + " mapped until a later release can unmap it. Said once.");
+        }
+    }
+
+    /** Retries to unmap a few of the ranges left mapped; stops at the first that fails again. */
+    private void retryLeftMapped() {
+        for (int i = 0; i < RETRIES_PER_CALL; i++) {
+            long[] range = leftMapped.poll();
+            if (range == null) {
+                return;
+            }
+            if (!unmap(range[0], range[1])) {
+                leftMapped.add(range);
+                return;
+            }
+        }
+    }
+
+    /** Ranges given back whose address range is still mapped; for tests and reports. */
+    int leftMappedCount() {
+        return leftMapped.size();
+    }
+
+    private boolean unmap(long address, long size) {
         try {
-            result = (int) munmap.invokeExact(MemorySegment.ofAddress(region.address()), (long) region.size());
+            return (int) munmap.invokeExact(MemorySegment.ofAddress(address), size) == 0;
         } catch (Throwable t) {
             throw new IllegalStateException("munmap failed", t);
         }
-        if (result != 0) {
-            throw new IllegalStateException("munmap of " + region.size() + " bytes at " + region.address() + " failed");
+    }
+
+    private int dropPages(long address, long size) {
+        try {
+            return (int) madvise.invokeExact(MemorySegment.ofAddress(address), size, MADV_DONTNEED);
+        } catch (Throwable t) {
+            throw new IllegalStateException("madvise failed", t);
         }
     }
 

@@ -23,7 +23,7 @@ class MappingRefusalTest {
 
     @Test
     void anEnomemNamesTheMappingsHeldAndTheLimit() throws Exception {
-        String message = MappingRefusal.message(4 << 20, MappingRefusal.ENOMEM);
+        String message = MappingRefusal.message("mmap", 4 << 20, MappingRefusal.ENOMEM);
         assertTrue(message.startsWith("mmap of 4194304 bytes failed with errno 12 (ENOMEM): the process holds "), message);
         Path limit = Path.of("/proc/sys/vm/max_map_count");
         if (Files.isReadable(limit)) {
@@ -36,7 +36,7 @@ class MappingRefusalTest {
 
     @Test
     void anotherErrorGivesItsNumberAlone() {
-        assertEquals("mmap of 8192 bytes failed with errno 22", MappingRefusal.message(8192, 22));
+        assertEquals("munmap of 8192 bytes failed with errno 22", MappingRefusal.message("munmap", 8192, 22));
     }
 
     /** The mapped source reads the error number the call itself left: a mapping of no bytes is EINVAL. */
