@@ -57,6 +57,11 @@ public final class BufferEvacuation {
      */
     public static long[] regionKeysOf(ByteBuf buffer) {
         ByteBuf root = root(buffer);
+        if (root.refCnt() != 0 && root instanceof SlabwiseDirectByteBuf) { // one allocation, one key
+            Allocation a = ((SlabwiseDirectByteBuf) root).allocation();
+            long key = a == null ? -1 : a.regionKey();
+            return key < 0 ? new long[0] : new long[] {key};
+        }
         List<Allocation> memory = root.refCnt() != 0 ? memoryOf(root) : null;
         if (memory == null) {
             return new long[0];
@@ -77,7 +82,14 @@ public final class BufferEvacuation {
      */
     public boolean contains(ByteBuf buffer) {
         ByteBuf root = root(buffer);
-        return root.refCnt() != 0 && contains(memoryOf(root));
+        if (root.refCnt() == 0) {
+            return false;
+        }
+        if (root instanceof SlabwiseDirectByteBuf) { // the common entry: no list made for it
+            Allocation a = ((SlabwiseDirectByteBuf) root).allocation();
+            return a != null && evacuation.contains(a);
+        }
+        return contains(memoryOf(root));
     }
 
     /** Whether any of an entry's memory (null: not an entry) lies in a chunk or block being emptied. */
