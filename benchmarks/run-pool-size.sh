@@ -105,9 +105,9 @@ run() {
   if (( rc == 124 )); then why="timeout after ${TIMEOUT:-7200} s"
   elif (( rc != 0 )); then why="exit $rc"; fi
   if ls "$work"/hs_err_*.log > /dev/null 2>&1; then
-    why="$why, JVM crash: $(grep -m1 -E '^# (Native memory|There is insufficient|[A-Z]+ .* at pc|Internal Error|Out of Memory)' \
-        "$work"/hs_err_*.log | sed 's/^# //')"
-    cat "$work"/hs_err_*.log > "$work/hs_err.$label.$pool.$round"
+    why="$why, JVM crash: $( { grep -h -m1 -E '^# (Native memory|There is insufficient|[A-Z]+ .* at pc|Internal Error|Out of Memory)' \
+        "$work"/hs_err_*.log || true; } | sed 's/^# //')"
+    sed -n '1,15p' "$work"/hs_err_*.log | sed 's/^/  hs_err: /'
     rm -f "$work"/hs_err_*.log
   fi
   if [[ -n $why ]]; then
@@ -358,7 +358,8 @@ PYTHON
 if [[ -s $work/stderr ]]; then
   echo
   echo "standard error of the JVMs (count, [run] line; the warning of each close() with live buffers left out):"
-  sort "$work/stderr" | uniq -c | sort -rn | head -30
+  # the first 30 lines only: head closes the pipe early, which is no failure
+  { sort "$work/stderr" | uniq -c | sort -rn | head -30; } || true
 fi
 main_failed=$(grep -c -E '^label=main .* (failed|crashed) ' "$results" || true)
 if (( failed_runs > 0 || main_failed > 0 )); then

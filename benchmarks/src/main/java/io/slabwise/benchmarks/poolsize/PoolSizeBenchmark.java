@@ -274,7 +274,7 @@ public final class PoolSizeBenchmark {
 
     /** The chunk source a Slabwise pool has by default here: {@code mapped} on Java 22 and later (Linux). */
     private static String slabwiseChunkSource() {
-        SlabwiseAllocator probe = SlabwiseAllocator.builder().build();
+        SlabwiseAllocator probe = SlabwiseAllocator.builder().maxMemory(GIB).build();
         String source = String.valueOf(probe.pool().config().chunkSource());
         probe.close();
         return source;
@@ -286,7 +286,7 @@ public final class PoolSizeBenchmark {
      * first record logged in a JVM takes tens of milliseconds, once.
      */
     private static void warmUpClose() {
-        SlabwiseAllocator small = SlabwiseAllocator.builder().build();
+        SlabwiseAllocator small = SlabwiseAllocator.builder().maxMemory(GIB).build();
         ByteBuf buffer = small.directBuffer(1024, 1024);
         small.close();
         buffer.release();
