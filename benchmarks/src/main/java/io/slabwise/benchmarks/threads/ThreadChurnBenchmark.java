@@ -4,9 +4,13 @@ import io.slabwise.benchmarks.CommandLine;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
+import io.netty.buffer.PoolArenaMetric;
+import io.netty.buffer.PoolChunkListMetric;
+import io.netty.buffer.PoolChunkMetric;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.Version;
 import io.slabwise.benchmarks.AllocatorKind;
+import io.slabwise.netty.SlabwiseAllocator;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -23,6 +27,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -58,10 +63,35 @@ import javax.management.ObjectName;
  *       is what the allocator keeps for threads that are gone. Then every buffer is
  *       released, and the direct memory the allocator still holds is
  *       reported.</li>
+ *   <li>{@code platform-live}: many live threads at once, as a broker with
+ *       big thread pools runs. M platform threads (default 1,000) are
+ *       started and held at a latch until every one has started; then they
+ *       are released together, and each allocates and releases {@code --ops}
+ *       direct buffers (default 1,000), 1 KiB and 64 KiB in turn, writing
+ *       the first and last eight bytes of each, then waits, still alive, at
+ *       a second latch. Measured: the wall time from the release to the
+ *       last thread done, and that over every operation (an allocation and
+ *       its release); while all the threads are alive at the second latch,
+ *       the allocator's direct memory and the bytes its caches hold, the
+ *       time one reading of those figures takes, and the heap used after a
+ *       full GC; then the threads end, and the same figures are read at once,
+ *       and again after Slabwise's {@code stats()} and {@code trim()} and a
+ *       full GC (for every allocator): what caches keep for threads that
+ *       are gone.</li>
+ *   <li>{@code virtual-live}: the same with virtual threads, one per task
+ *       of {@code Executors.newVirtualThreadPerTaskExecutor()}, by default
+ *       as many and doing as much as in {@code platform-live}; needs Java 21.
+ *       (100,000 of them held at once are more than Netty's pooled allocator
+ *       with a cache on every thread fits in a 1 GiB heap: its thread cache
+ *       measured about 88 KiB of heap each.)</li>
  * </ul>
- * The baseline of both is taken after the allocator was made and warmed by
- * one allocation and release on the main thread, before any other thread ran;
- * the platform scenario's array of slots already exists then.
+ * The baseline of every scenario is taken after the allocator was made and
+ * warmed by one allocation and release on the main thread, before any other
+ * thread ran; the platform scenario's array of slots already exists then.
+ * After the {@code virtual} scenario's threads have ended it also reports
+ * the bytes in caches, and the direct memory and cached bytes after
+ * Slabwise's {@code stats()} and {@code trim()} and a full GC, as the live
+ * scenarios do.
  *
  * <h2>What the figures are</h2>
  * "Heap used after a full GC" is what the collector left in the heap's pools
@@ -72,7 +102,13 @@ import javax.management.ObjectName;
  * JVM (the heap the JVM has committed, reported beside it, is part of it);
  * an allocator's direct memory is
  * {@code ByteBufAllocatorMetric.usedDirectMemory()}: for Slabwise its
- * committed bytes, for Netty the chunks its arenas hold. The JVM is cold: the
+ * committed bytes, for Netty the chunks its arenas hold. The bytes in caches
+ * are read when no buffer is live: for Slabwise
+ * {@code PoolStats.cachedBytes()} (thread caches and remote-free queues);
+ * for Netty's pooled allocator what its direct arenas' chunks have handed
+ * out ({@code chunkSize - freeBytes} over {@code PoolChunkMetric}s), that is
+ * its thread caches and the subpages it keeps; Netty's adaptive allocator
+ * exposes no such figure ({@code NA}). The JVM is cold: the
  * allocator's code is compiled while the threads run, as in a service that
  * has just started.
  *
@@ -84,15 +120,25 @@ import javax.management.ObjectName;
  * {@code heapCommittedMiB} (when the threads are done), {@code directBeforeMiB}
  * and {@code directAfterMiB}; the platform scenario adds
  * {@code heapReleasedMiB} and {@code directReleasedMiB} (after every buffer
- * was released) and {@code buffersHeld}; {@code failures} counts threads
- * whose allocation threw. A run with failures exits with 1.
+ * was released) and {@code buffersHeld}; the virtual scenario adds
+ * {@code cachedAfterMiB}, {@code directEndedMiB} and {@code cachedEndedMiB}.
+ * The live scenarios print {@code ops}, {@code millis}, {@code nsPerOp},
+ * {@code heapLiveGrowthMiB}, {@code directLiveMiB}, {@code cachedLiveMiB},
+ * {@code threadCachesLive} (Netty pooled's {@code numThreadLocalCaches()},
+ * else {@code NA}), {@code readMicros} (the least of five readings of the
+ * direct and cached figures while the threads are alive), {@code rssLiveMiB},
+ * {@code directJoinedMiB} and {@code cachedJoinedMiB} (once every thread has
+ * ended), {@code directEndedMiB}, {@code cachedEndedMiB},
+ * {@code threadCachesEnded} and {@code heapEndedGrowthMiB} (after the trim
+ * and the GC), and {@code rssPeakMiB}. {@code failures} counts threads whose
+ * allocation threw. A run with failures exits with 1.
  *
  * <h2>Running it</h2>
  * <pre>
  * java -Xmx256m --enable-native-access=ALL-UNNAMED -Dslabwise.noGlibcWarning=true \
  *     -cp benchmarks/target/benchmarks.jar io.slabwise.benchmarks.threads.ThreadChurnBenchmark \
- *     --allocator slabwise|pooled|adaptive|pooled-default --scenario virtual|platform [--threads N] [--batch B]
- *     [--histogram ROWS] [--pause-at-end]
+ *     --allocator slabwise|pooled|adaptive|pooled-default --scenario virtual|platform|platform-live|virtual-live
+ *     [--threads N] [--batch B] [--ops N] [--histogram ROWS] [--pause-at-end]
  * </pre>
  * {@code --histogram ROWS} prints the top rows of a live-object class
  * histogram (as {@code jcmd PID GC.class_histogram}) at the end of the
@@ -111,20 +157,26 @@ import javax.management.ObjectName;
  * {@code -Dio.netty.allocator.useCacheForAllThreads=true}): threads that are
  * neither {@code FastThreadLocalThread}s nor event loops get no cache.
  * {@code benchmarks/run-thread-churn.sh} runs
- * both scenarios for all three allocators, each in its own JVM, over several
+ * every scenario for all three allocators, each in its own JVM, over several
  * rounds, and prints medians and ratios.
  */
 public final class ThreadChurnBenchmark {
 
-    private static final Set<String> OPTIONS = Set.of("allocator", "scenario", "threads", "batch", "histogram",
-            "pause-at-end", "help");
+    private static final Set<String> OPTIONS = Set.of("allocator", "scenario", "threads", "batch", "ops",
+            "histogram", "pause-at-end", "help");
     private static final Set<String> FLAGS = Set.of("pause-at-end", "help");
     /** Netty's pooled allocator with Netty's own defaults, unlike {@link AllocatorKind#pooled}. */
     private static final String POOLED_DEFAULT = "pooled-default";
     private static final int DEFAULT_VIRTUAL_THREADS = 100_000;
     private static final int DEFAULT_PLATFORM_THREADS = 20_000;
     private static final int DEFAULT_BATCH = 200;
+    private static final int DEFAULT_LIVE_THREADS = 1_000;
+    private static final int DEFAULT_LIVE_OPS = 1_000;
     private static final int BUFFER_SIZE = 1024;
+    /** The live scenarios' sizes, taken in turn. */
+    private static final int[] LIVE_SIZES = {1024, 64 * 1024};
+    /** Readings of the allocator's figures while the live threads wait, whose least time is reported. */
+    private static final int READS = 5;
     /** Calls of {@link System#gc()} whose results heap use is the least of. */
     private static final int GC_ROUNDS = 5;
     private static final long GC_PAUSE_MILLIS = 50;
@@ -149,35 +201,40 @@ public final class ThreadChurnBenchmark {
     public static void main(String[] args) throws Exception {
         Map<String, String> options = parse(args);
         if (options.containsKey("help") || !options.containsKey("allocator") || !options.containsKey("scenario")) {
-            System.out.println("options: --allocator slabwise|pooled|adaptive|pooled-default --scenario virtual|platform"
-                    + " [--threads N] [--batch B] [--histogram ROWS] [--pause-at-end]");
+            System.out.println("options: --allocator slabwise|pooled|adaptive|pooled-default"
+                    + " --scenario virtual|platform|platform-live|virtual-live"
+                    + " [--threads N] [--batch B] [--ops N] [--histogram ROWS] [--pause-at-end]");
             System.exit(options.containsKey("help") ? 0 : 2);
         }
         String allocatorName = options.get("allocator");
         String scenario = options.get("scenario");
         int histogramRows = Integer.parseInt(options.getOrDefault("histogram", "0"));
         boolean pause = options.containsKey("pause-at-end");
-        Method virtualExecutor = null;
-        if (scenario.equals("virtual")) {
-            virtualExecutor = virtualThreadPerTaskExecutor();
-            if (virtualExecutor == null) {
-                System.out.println("scenario=virtual allocator=" + allocatorName + " java=" + Runtime.version().feature()
-                        + " skipped=no-virtual-threads-before-java-21");
-                return;
-            }
-        } else if (!scenario.equals("platform")) {
-            throw new IllegalArgumentException("unknown scenario: " + scenario + " (virtual or platform)");
+        boolean virtual = scenario.equals("virtual") || scenario.equals("virtual-live");
+        if (!virtual && !scenario.equals("platform") && !scenario.equals("platform-live")) {
+            throw new IllegalArgumentException("unknown scenario: " + scenario
+                    + " (virtual, platform, platform-live or virtual-live)");
+        }
+        Method virtualExecutor = virtual ? virtualThreadPerTaskExecutor() : null;
+        if (virtual && virtualExecutor == null) {
+            System.out.println("scenario=" + scenario + " allocator=" + allocatorName + " java=" + Runtime.version().feature()
+                    + " skipped=no-virtual-threads-before-java-21");
+            return;
         }
 
         ThreadChurnBenchmark benchmark = new ThreadChurnBenchmark(allocatorName);
         String result;
-        if (virtualExecutor != null) {
+        if (scenario.equals("virtual")) {
             int threads = Integer.parseInt(options.getOrDefault("threads", String.valueOf(DEFAULT_VIRTUAL_THREADS)));
             result = benchmark.runVirtual(virtualExecutor, threads, histogramRows, pause);
-        } else {
+        } else if (scenario.equals("platform")) {
             int threads = Integer.parseInt(options.getOrDefault("threads", String.valueOf(DEFAULT_PLATFORM_THREADS)));
             int batch = Integer.parseInt(options.getOrDefault("batch", String.valueOf(DEFAULT_BATCH)));
             result = benchmark.runPlatform(threads, batch, histogramRows, pause);
+        } else {
+            int threads = Integer.parseInt(options.getOrDefault("threads", String.valueOf(DEFAULT_LIVE_THREADS)));
+            int ops = Integer.parseInt(options.getOrDefault("ops", String.valueOf(DEFAULT_LIVE_OPS)));
+            result = benchmark.runLive(scenario, virtualExecutor, threads, ops, histogramRows, pause);
         }
         System.out.println(result);
         Throwable failure = benchmark.firstFailure.get();
@@ -212,12 +269,15 @@ public final class ThreadChurnBenchmark {
         executor = null; // unreachable before heap use is read
 
         long directAfter = usedDirectMemory();
+        long cachedAfter = cachedBytes();
         long rssAfter = Resident.current();
         long heapCommitted = MEMORY.getHeapMemoryUsage().getCommitted();
         long heapAfter = heapUsedAfterGc();
+        trimIfSlabwise();
         String line = line("virtual", threads) + " millis=" + millis(nanos) + heap(heapBefore, heapAfter)
                 + resident(rssBefore, rssAfter, heapCommitted) + direct(directBefore, directAfter)
-                + " failures=" + failures.get();
+                + " cachedAfterMiB=" + mib(cachedAfter) + " directEndedMiB=" + mib(usedDirectMemory())
+                + " cachedEndedMiB=" + mib(cachedBytes()) + " failures=" + failures.get();
         endOfScenario(histogramRows, pause);
         return line;
     }
@@ -280,6 +340,131 @@ public final class ThreadChurnBenchmark {
                 + " buffersHeld=" + held + " failures=" + failures.get();
     }
 
+    /**
+     * The live scenarios: {@code threads} threads, platform ones or virtual
+     * ones from {@code newVirtualExecutor}, started and held at a latch,
+     * released together, each allocating and releasing {@code ops} buffers
+     * and then waiting, alive, while the allocator's figures are read; then
+     * they end and the figures are read again.
+     */
+    private String runLive(String scenario, Method newVirtualExecutor, int threads, int ops, int histogramRows,
+                           boolean pause) throws Exception {
+        if (ops < 1) {
+            throw new IllegalArgumentException("--ops must be at least 1");
+        }
+        warmUp();
+        long heapBefore = heapUsedAfterGc();
+        long rssBefore = Resident.current();
+        long directBefore = usedDirectMemory();
+
+        CountDownLatch started = new CountDownLatch(threads);
+        CountDownLatch go = new CountDownLatch(1);
+        CountDownLatch done = new CountDownLatch(threads);
+        CountDownLatch end = new CountDownLatch(1);
+        Runnable task = () -> {
+            started.countDown();
+            if (await(go)) {
+                allocateRelease(ops);
+            }
+            done.countDown();
+            await(end);
+        };
+        Thread[] platform = null;
+        ExecutorService executor = null;
+        if (newVirtualExecutor != null) {
+            executor = (ExecutorService) newVirtualExecutor.invoke(null);
+            for (int i = 0; i < threads; i++) {
+                executor.execute(task);
+            }
+            executor.shutdown();
+        } else {
+            platform = new Thread[threads];
+            for (int i = 0; i < threads; i++) {
+                platform[i] = new Thread(task, "live-" + i);
+                platform[i].setDaemon(true); // a failed main thread must not leave the JVM waiting for them
+                platform[i].start();
+            }
+        }
+        started.await();
+        long start = System.nanoTime();
+        go.countDown();
+        done.await();
+        long nanos = System.nanoTime() - start;
+
+        // every thread is alive, waiting at the second latch, and holds no buffer
+        long directLive = usedDirectMemory();
+        long cachedLive = cachedBytes();
+        int cachesLive = threadCaches();
+        long readNanos = Long.MAX_VALUE;
+        for (int i = 0; i < READS; i++) {
+            long t0 = System.nanoTime();
+            usedDirectMemory();
+            cachedBytes();
+            readNanos = Math.min(readNanos, System.nanoTime() - t0);
+        }
+        long rssLive = Resident.current();
+        long heapLive = heapUsedAfterGc();
+        endOfScenario(histogramRows, pause);
+
+        end.countDown();
+        if (executor != null) {
+            if (!executor.awaitTermination(10, TimeUnit.MINUTES)) {
+                fail(new IllegalStateException("the virtual threads did not end within 10 minutes"));
+            }
+            executor = null;
+        } else {
+            for (int i = 0; i < threads; i++) {
+                platform[i].join();
+                platform[i] = null;
+            }
+        }
+        long directJoined = usedDirectMemory();
+        long cachedJoined = cachedBytes();
+        trimIfSlabwise();
+        long heapEnded = heapUsedAfterGc();
+        long directEnded = usedDirectMemory();
+        long cachedEnded = cachedBytes();
+        int cachesEnded = threadCaches();
+        return line(scenario, threads) + " ops=" + ops + " millis=" + millis(nanos)
+                + " nsPerOp=" + String.format(Locale.ROOT, "%.1f", nanos / ((double) threads * ops))
+                + " heapLiveGrowthMiB=" + signedMib(heapLive - heapBefore)
+                + " directBeforeMiB=" + mib(directBefore) + " directLiveMiB=" + mib(directLive)
+                + " cachedLiveMiB=" + mib(cachedLive) + " threadCachesLive=" + count(cachesLive)
+                + " readMicros=" + String.format(Locale.ROOT, "%.1f", readNanos / 1e3)
+                + " rssBeforeMiB=" + mib(rssBefore) + " rssLiveMiB=" + mib(rssLive)
+                + " directJoinedMiB=" + mib(directJoined) + " cachedJoinedMiB=" + mib(cachedJoined)
+                + " directEndedMiB=" + mib(directEnded) + " cachedEndedMiB=" + mib(cachedEnded)
+                + " threadCachesEnded=" + count(cachesEnded) + " heapEndedGrowthMiB=" + signedMib(heapEnded - heapBefore)
+                + " rssPeakMiB=" + mib(Math.max(Resident.peak(), rssLive)) + " failures=" + failures.get();
+    }
+
+    /** Waits for {@code latch}; false, with the failure counted, if the thread was interrupted. */
+    private boolean await(CountDownLatch latch) {
+        try {
+            latch.await();
+            return true;
+        } catch (InterruptedException e) {
+            fail(e);
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** {@code ops} direct buffers of the live sizes in turn, each written at both ends and released. */
+    private void allocateRelease(int ops) {
+        try {
+            for (int i = 0; i < ops; i++) {
+                int size = LIVE_SIZES[i % LIVE_SIZES.length];
+                ByteBuf buffer = allocator.directBuffer(size);
+                buffer.setLong(0, i);
+                buffer.setLong(size - Long.BYTES, i);
+                buffer.release();
+            }
+        } catch (Throwable t) {
+            fail(t);
+        }
+    }
+
     /** One allocation and release on the main thread, so that the allocator has made its first chunk. */
     private void warmUp() {
         allocateAndFill().release();
@@ -314,6 +499,46 @@ public final class ThreadChurnBenchmark {
             return ((ByteBufAllocatorMetricProvider) allocator).metric().usedDirectMemory();
         }
         return -1;
+    }
+
+    /**
+     * Bytes released buffers left in the allocator's caches, read when no
+     * buffer is live (see the class comment); -1 where the allocator does
+     * not say.
+     */
+    private long cachedBytes() {
+        if (allocator instanceof SlabwiseAllocator) {
+            return ((SlabwiseAllocator) allocator).stats().cachedBytes();
+        }
+        if (allocator instanceof PooledByteBufAllocator) {
+            long handedOut = 0;
+            for (PoolArenaMetric arena : ((PooledByteBufAllocator) allocator).metric().directArenas()) {
+                for (PoolChunkListMetric list : arena.chunkLists()) {
+                    for (PoolChunkMetric chunk : list) {
+                        handedOut += chunk.chunkSize() - chunk.freeBytes();
+                    }
+                }
+            }
+            return handedOut;
+        }
+        return -1;
+    }
+
+    /** Netty pooled's count of thread caches; -1 for the other allocators, which do not say. */
+    private int threadCaches() {
+        if (allocator instanceof PooledByteBufAllocator) {
+            return ((PooledByteBufAllocator) allocator).metric().numThreadLocalCaches();
+        }
+        return -1;
+    }
+
+    /** What an operator does once threads have ended: Slabwise's {@code stats()} then {@code trim()}. */
+    private void trimIfSlabwise() {
+        if (allocator instanceof SlabwiseAllocator) {
+            SlabwiseAllocator slabwise = (SlabwiseAllocator) allocator;
+            slabwise.stats();
+            slabwise.trim();
+        }
     }
 
     private String line(String scenario, int threads) {
@@ -421,6 +646,15 @@ public final class ThreadChurnBenchmark {
 
     private static String millis(long nanos) {
         return String.format(Locale.ROOT, "%.1f", nanos / 1e6);
+    }
+
+    private static String count(int n) {
+        return n < 0 ? "NA" : String.valueOf(n);
+    }
+
+    /** A difference of bytes in MiB, which may be negative. */
+    private static String signedMib(long bytes) {
+        return String.format(Locale.ROOT, "%.2f", bytes / MIB);
     }
 
     private static String mib(long bytes) {
