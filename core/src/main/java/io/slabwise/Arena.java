@@ -1,6 +1,5 @@
 package io.slabwise;
 
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -75,15 +74,6 @@ final class Arena {
      */
     static final int GROWTH = 8;
 
-    /**
-     * Released subpage objects the arena keeps per size class for the next
-     * subpages of the class: heap only (a spare names no chunk), about 7 KiB
-     * for a class that keeps them all. Enough for the subpages that half a
-     * thread cache's stack, given back at once, can empty (128 entries of a
-     * class with two elements a subpage).
-     */
-    static final int SPARE_SUBPAGES = 64;
-
     /** Where chunks come from and go back to. */
     private final CommittedMemory committed;
     /** Times how long chunks stay idle. */
@@ -95,41 +85,25 @@ final class Arena {
     /** The size of this arena's first chunks; see {@link #newChunkSize}. */
     private final int firstChunkSize;
 
-    /**
-     * Chunks by id; ids of released chunks are reused. Written under the lock;
-     * a thread cache reads it without the lock ({@link #chunk}), which is safe
-     * because a chunk with memory in a cache is not empty, so its slot is never
-     * cleared, and a table that grew is published whole through this volatile
-     * field.
-     */
-    private volatile Chunk[] chunksById = new Chunk[16];
-    /** Ids of released chunks, for the next new chunks; ids above {@link #nextChunkId} were never used. */
-    private int[] freeChunkIds = new int[16];
-    private int freeChunkIdCount;
-    private int nextChunkId;
+    /** Chunks by id; a thread cache reads it without the lock ({@link #chunk}). */
+    private final ChunkTable chunksById = new ChunkTable();
     /** The chunks, oldest first, indexed by their longest free run: where a run goes. */
     private final PlacementIndex placement = new PlacementIndex();
     /** The chunks with nothing allocated, in the order they became idle. */
     private final IdleChunks idle = new IdleChunks();
-    /** Chunks per band of occupancy ({@link Chunk#occupancyBandOf}), kept as chunks fill and drain. */
-    private final int[] chunksByOccupancy = new int[6];
-    /**
-     * The chunks of each band of occupancy, linked through their
-     * {@link Chunk#bandNext}: a compaction looks at the sparse bands only.
-     */
-    private final Chunk[] bandHeads = new Chunk[6];
+    /** The chunks by band of occupancy, kept as they fill and drain: a compaction looks at the sparse ones only. */
+    private final OccupancyBands bands = new OccupancyBands();
     /** Free pages of all chunks, idle ones included. */
     private long freePages;
-    /** Carved subpages with no element taken, linked through {@link Subpage#nextEmpty}; a trim gives their runs back. */
-    private Subpage emptySubpages;
+    /** Carved subpages with no element taken; a trim gives their runs back. */
+    private final EmptySubpages emptySubpages = new EmptySubpages();
     /** Per small size class, the bytes of the free elements of its carved subpages: room only its entries fit. */
     private final long[] freeElementBytes;
     /** Bytes of the chunks this arena holds, idle ones included; written under the lock, read by any thread. */
     volatile long heldBytes;
     private final Subpage[] subpageHeads;
-    /** Released subpages kept per size class, up to {@link #SPARE_SUBPAGES} each, to serve new runs of the class. */
-    private final Subpage[][] spareSubpages;
-    private final int[] spareSubpageCount;
+    /** Released subpage objects kept per size class to serve new runs of the class. */
+    private final SpareSubpages spareSubpages;
     final RemoteFreeQueue remoteFrees;
     /** Where a drain of {@link #remoteFrees} puts each entry: the queue sees a consumer, not the arena. */
     private final LongConsumer remoteFreeSink = this::freeEntry;
@@ -168,8 +142,7 @@ final class Arena {
         this.pageShift = Integer.numberOfTrailingZeros(sizes.pageSize());
         this.maxIdleChunks = maxIdleChunks;
         this.subpageHeads = new Subpage[sizes.count()];
-        this.spareSubpages = new Subpage[sizes.count()][];
-        this.spareSubpageCount = new int[sizes.count()];
+        this.spareSubpages = new SpareSubpages(sizes.count());
         this.freeElementBytes = new long[sizes.count()];
         this.remoteFrees = new RemoteFreeQueue(remoteQueueCapacity);
     }
@@ -272,7 +245,7 @@ final class Arena {
         } catch (RuntimeException e) {
             // a broken entry (a double free): what the batch already took goes back, so nothing stays taken for good
             for (int i = 0; i < refillCount; i++) {
-                freeLocked(chunksById[chunkIdsOut[i]], handlesOut[i]);
+                freeLocked(chunksById.get(chunkIdsOut[i]), handlesOut[i]);
             }
             throw e;
         } finally {
@@ -317,7 +290,7 @@ final class Arena {
             int runPages = sizes.subpageRunPages(sizeIndex);
             Chunk chunk = chunkWithRun(runPages);
             long run = takeRun(chunk, runPages);
-            subpage = spareSubpage(sizeIndex, chunk, Chunk.runStart(run));
+            subpage = spareSubpages.take(sizeIndex, chunk, Chunk.runStart(run));
             if (subpage == null) {
                 subpage = new Subpage(chunk, Chunk.runStart(run), runPages, sizeIndex, sizes.size(sizeIndex));
             }
@@ -330,7 +303,7 @@ final class Arena {
 
     private long takeElement(Subpage subpage) {
         if (subpage.empty) {
-            unlistEmpty(subpage);
+            emptySubpages.remove(subpage);
         }
         long handle = subpage.allocate();
         if (!subpage.hasFree()) {
@@ -348,39 +321,7 @@ final class Arena {
     private void addUsed(Chunk chunk, long delta) {
         chunk.usedBytes += delta;
         usedBytes += delta;
-        int band = chunk.occupancyBandOf(chunk.usedBytes);
-        if (band != chunk.occupancyBand) {
-            leaveBand(chunk);
-            chunk.occupancyBand = band;
-            joinBand(chunk);
-        }
-    }
-
-    private void joinBand(Chunk chunk) {
-        int band = chunk.occupancyBand;
-        chunksByOccupancy[band]++;
-        Chunk head = bandHeads[band];
-        chunk.bandPrev = null;
-        chunk.bandNext = head;
-        if (head != null) {
-            head.bandPrev = chunk;
-        }
-        bandHeads[band] = chunk;
-    }
-
-    private void leaveBand(Chunk chunk) {
-        int band = chunk.occupancyBand;
-        chunksByOccupancy[band]--;
-        if (chunk.bandPrev != null) {
-            chunk.bandPrev.bandNext = chunk.bandNext;
-        } else {
-            bandHeads[band] = chunk.bandNext;
-        }
-        if (chunk.bandNext != null) {
-            chunk.bandNext.bandPrev = chunk.bandPrev;
-        }
-        chunk.bandPrev = null;
-        chunk.bandNext = null;
+        bands.update(chunk);
     }
 
     /** Frees memory of this arena; the caller holds no arena lock. */
@@ -419,13 +360,13 @@ final class Arena {
     synchronized void freeBatch(int[] chunkIds, long[] handles, int from, int to) {
         drainRemoteFrees(DRAIN_BATCH);
         for (int i = from; i < to; i++) {
-            freeLocked(chunksById[chunkIds[i]], handles[i]);
+            freeLocked(chunksById.get(chunkIds[i]), handles[i]);
         }
     }
 
     /** The chunk of id {@code id}, which holds memory that the caller owns; any thread. */
     Chunk chunk(int id) {
-        return chunksById[id];
+        return chunksById.get(id);
     }
 
     /**
@@ -450,7 +391,7 @@ final class Arena {
      * chunk's memory, or the chunk cannot empty.
      */
     private void freeEntry(long entry) {
-        Chunk chunk = chunksById[RemoteFreeQueue.chunkId(entry)];
+        Chunk chunk = chunksById.get(RemoteFreeQueue.chunkId(entry));
         int runStart = RemoteFreeQueue.runStart(entry);
         long handle;
         boolean refilled;
@@ -499,7 +440,7 @@ final class Arena {
                 if (subpage.prev != null || subpage.next != null) {
                     releaseSubpage(subpage); // an empty subpage goes back unless it is the last of its class
                 } else {
-                    listEmpty(subpage); // kept, for the class's next allocation or until a trim
+                    emptySubpages.add(subpage); // kept, for the class's next allocation or until a trim
                 }
             }
             if (chunk.usedBytes == 0) {
@@ -522,70 +463,16 @@ final class Arena {
             unlinkSubpage(subpage);
         }
         if (subpage.empty) {
-            unlistEmpty(subpage);
+            emptySubpages.remove(subpage);
         }
         Chunk chunk = subpage.chunk;
         freeElementBytes[subpage.sizeIndex] -= (long) subpage.freeElements() * subpage.elementSize;
         chunk.setSubpage(subpage.runStart, null);
         giveRun(chunk, subpage.runStart, subpage.runPages);
-        keepSpare(subpage);
+        spareSubpages.keep(subpage);
     }
 
-    /** Lists a carved subpage that has just emptied in {@link #emptySubpages}. */
-    private void listEmpty(Subpage subpage) {
-        subpage.empty = true;
-        subpage.prevEmpty = null;
-        subpage.nextEmpty = emptySubpages;
-        if (emptySubpages != null) {
-            emptySubpages.prevEmpty = subpage;
-        }
-        emptySubpages = subpage;
-    }
 
-    /** Takes a subpage out of {@link #emptySubpages}: an element of it is taken, or its run goes back. */
-    private void unlistEmpty(Subpage subpage) {
-        if (subpage.prevEmpty != null) {
-            subpage.prevEmpty.nextEmpty = subpage.nextEmpty;
-        } else {
-            emptySubpages = subpage.nextEmpty;
-        }
-        if (subpage.nextEmpty != null) {
-            subpage.nextEmpty.prevEmpty = subpage.prevEmpty;
-        }
-        subpage.prevEmpty = null;
-        subpage.nextEmpty = null;
-        subpage.empty = false;
-    }
-
-    /** Keeps a released subpage for a later run of its class, if its class keeps fewer than {@link #SPARE_SUBPAGES}. */
-    private void keepSpare(Subpage subpage) {
-        int sizeIndex = subpage.sizeIndex;
-        int n = spareSubpageCount[sizeIndex];
-        if (n == SPARE_SUBPAGES) {
-            return;
-        }
-        Subpage[] spares = spareSubpages[sizeIndex];
-        if (spares == null) {
-            spareSubpages[sizeIndex] = spares = new Subpage[SPARE_SUBPAGES];
-        }
-        subpage.chunk = null; // the chunk may go back to the OS: a spare names none
-        spares[n] = subpage;
-        spareSubpageCount[sizeIndex] = n + 1;
-    }
-
-    /** A released subpage of class {@code sizeIndex} made to serve the run at {@code runStart} of {@code chunk}, or null. */
-    private Subpage spareSubpage(int sizeIndex, Chunk chunk, int runStart) {
-        int n = spareSubpageCount[sizeIndex];
-        if (n == 0) {
-            return null;
-        }
-        Subpage[] spares = spareSubpages[sizeIndex];
-        Subpage subpage = spares[--n];
-        spares[n] = null;
-        spareSubpageCount[sizeIndex] = n;
-        // taken off first: a spare that cannot serve this run is dropped, not left on top to refuse every later one
-        return subpage.reuse(chunk, runStart) ? subpage : null;
-    }
 
     /** Gives back the runs of every subpage of a chunk that holds nothing; they are all empty. */
     private void releaseEmptySubpagesOf(Chunk chunk) {
@@ -666,14 +553,10 @@ final class Arena {
             }
             region = committed.commit(smallest, CommittedMemory.RegionKind.CHUNK);
         }
-        int id = freeChunkIdCount > 0 ? freeChunkIds[--freeChunkIdCount] : nextChunkId++;
-        if (id == chunksById.length) {
-            chunksById = Arrays.copyOf(chunksById, id * 2);
-        }
-        Chunk chunk = new Chunk(this, region, id, pageShift);
-        chunksById[id] = chunk;
+        Chunk chunk = new Chunk(this, region, chunksById.nextId(), pageShift);
+        chunksById.put(chunk);
         placement.add(chunk);
-        joinBand(chunk);
+        bands.add(chunk);
         freePages += chunk.pages;
         heldBytes += chunk.chunkSize();
         chunksAllocated++;
@@ -687,14 +570,10 @@ final class Arena {
         }
         placement.remove(chunk);
         idle.remove(chunk);
-        leaveBand(chunk);
+        bands.remove(chunk);
         freePages -= chunk.freePages;
         heldBytes -= chunk.chunkSize();
-        chunksById[chunk.id] = null;
-        if (freeChunkIdCount == freeChunkIds.length) {
-            freeChunkIds = Arrays.copyOf(freeChunkIds, freeChunkIdCount * 2);
-        }
-        freeChunkIds[freeChunkIdCount++] = chunk.id;
+        chunksById.remove(chunk);
         chunksReleased++;
         committed.decommit(chunk.region);
     }
@@ -744,15 +623,11 @@ final class Arena {
      */
     synchronized long sparseChunks(double maxOccupancy, boolean idleToo, List<Chunk> out) {
         drainRemoteFrees(remoteFrees.capacity());
-        // band b holds chunks used from (b - 1) / 4 of their size (band 0: idle, band 5: full): the bands a chunk
-        // at most maxOccupancy used can be in, not every chunk
-        for (int band = idleToo ? 0 : 1; band < bandHeads.length && (band <= 1 || (band - 1) / 4.0 <= maxOccupancy); band++) {
-            for (Chunk chunk = bandHeads[band]; chunk != null; chunk = chunk.bandNext) {
-                if (chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
-                    out.add(chunk);
-                }
+        bands.forEachAtMost(maxOccupancy, idleToo, chunk -> {
+            if (chunk.usedBytes <= maxOccupancy * chunk.chunkSize() && !chunk.lentWhole) {
+                out.add(chunk);
             }
-        }
+        });
         return freePages << pageShift;
     }
 
@@ -799,7 +674,7 @@ final class Arena {
      * back at the end.
      */
     synchronized boolean startEvacuation(Chunk chunk, boolean idleToo, long maxUsedBytes, boolean lentWhole) {
-        if (chunksById[chunk.id] != chunk || chunk.evacuating || (chunk.isEmpty() && !idleToo)
+        if (!chunksById.holds(chunk) || chunk.evacuating || (chunk.isEmpty() && !idleToo)
                 || chunk.usedBytes > maxUsedBytes || chunk.lentWhole != lentWhole) {
             return false;
         }
@@ -818,7 +693,7 @@ final class Arena {
      */
     synchronized boolean endEvacuation(Chunk chunk) {
         drainRemoteFrees(remoteFrees.capacity());
-        if (chunksById[chunk.id] != chunk) {
+        if (!chunksById.holds(chunk)) {
             chunk.evacuating = false;
             return true; // released already: it emptied while being evacuated
         }
@@ -856,9 +731,7 @@ final class Arena {
      * until the evacuation ends. Visits the empty subpages only.
      */
     private void releaseEmptySubpages() {
-        Subpage subpage = emptySubpages;
-        while (subpage != null) {
-            Subpage next = subpage.nextEmpty;
+        emptySubpages.forEach(subpage -> {
             if (subpage.linked) { // not set aside by an evacuation
                 Chunk chunk = subpage.chunk;
                 releaseSubpage(subpage); // (which may keep it as a spare, naming no chunk)
@@ -866,8 +739,7 @@ final class Arena {
                     idle.add(chunk, ticker.read());
                 }
             }
-            subpage = next;
-        }
+        });
     }
 
     private void linkSubpage(Subpage subpage) {
@@ -886,7 +758,7 @@ final class Arena {
     synchronized ArenaSnapshot snapshot() {
         drainRemoteFrees(remoteFrees.capacity()); // all a quiet queue holds, so the snapshot counts every free handed over
         return new ArenaSnapshot(index, boundThreads.get(), placement.size(), idle.count(), usedBytes,
-                heldBytes, chunksAllocated, chunksReleased, chunksByOccupancy.clone());
+                heldBytes, chunksAllocated, chunksReleased, bands.counts());
     }
 
     /**
