@@ -540,9 +540,9 @@ final class Compaction {
 
         /** Its free pages' bytes when chosen: what it counted in its arena's room for moves. */
         private final long freePageBytes;
-        /** Per small size class, its subpages' elements taken and free, in bytes; null when it has no subpage. */
-        private final long[] takenByClass;
-        private final long[] freeByClass;
+        /** Per small size class, its subpages' elements taken and free, in bytes; read when first needed. */
+        private long[] takenByClass;
+        private long[] freeByClass;
 
         ArenaChunk(Chunk chunk, Arena arena, Destination destination, boolean idleToo, long maxUsedBytes) {
             super(chunk, arena.usedBytes(chunk), destination, null);
@@ -550,11 +550,6 @@ final class Compaction {
             this.idleToo = idleToo;
             this.maxUsedBytes = maxUsedBytes;
             this.freePageBytes = arena.freePageBytes(chunk);
-            long[] taken = new long[arena.sizes.count()];
-            long[] free = new long[taken.length];
-            boolean subpages = arena.elementBytesByClass(chunk, taken, free);
-            this.takenByClass = subpages ? taken : null;
-            this.freeByClass = subpages ? free : null;
         }
 
         @Override
@@ -562,10 +557,22 @@ final class Compaction {
             return freePageBytes;
         }
 
+        /**
+         * Its bytes in need of free pages, its subpages read only now (a walk of
+         * its pages): for the candidates a choice reaches within its budget,
+         * not for every sparse chunk.
+         */
         @Override
         long pageDemand(long[] classFree) {
-            if (takenByClass == null || classFree == null) {
+            if (classFree == null) {
                 return usedBytes;
+            }
+            if (takenByClass == null) {
+                takenByClass = new long[classFree.length];
+                freeByClass = new long[classFree.length];
+                if (!arena.elementBytesByClass(chunk, takenByClass, freeByClass)) {
+                    return usedBytes; // no subpage: all of it is runs, which take free pages
+                }
             }
             long demand = usedBytes;
             for (int c = 0; c < takenByClass.length; c++) {
