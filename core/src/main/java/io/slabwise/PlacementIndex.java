@@ -88,6 +88,7 @@ final class PlacementIndex {
 
     /** Reads {@code chunk}'s key again after its free runs or its evacuation changed. */
     void update(Chunk chunk) {
+        assert chunk.placementSlot >= 0 && slots[chunk.placementSlot] == chunk : "chunk " + chunk.id + " is not in the index";
         set(chunk.placementSlot, keyOf(chunk));
     }
 
