@@ -18,7 +18,7 @@ import java.util.function.Supplier;
  *                 │                            attempt.tryOnce ──DONE──▶ filled
  *                 │                                     │CEILING / QUOTA
  *                 ▼                                     ▼
- *              atLimit: reclaim idle memory and retry (ceiling) ──▶ policy:
+ *              atLimit: reclaim idle memory and retry (ceiling); ask shrinkers and retry (Pressure) ──▶ policy:
  *                 RETURN_NULL → false;  FAIL → MemoryLimitException;
  *                 never satisfiable (larger than the quota or the ceiling) → MemoryLimitException at once;
  *                 WAIT → queue of that resource, first come first served, until memory is released or the timeout
@@ -35,6 +35,8 @@ final class Admission {
 
     private final PoolConfig config;
     private final MemoryLimit limit;
+    /** Asks the caches' shrinkers for memory before the policy applies at a limit. */
+    private final Pressure pressure;
     /** Takes back idle memory before a refusal at the ceiling. */
     private final Runnable reclaimForCeiling;
     /** The pool's counters, for the figures in a refusal's message. */
@@ -43,9 +45,11 @@ final class Admission {
     private final LimitCounters limitCounters = new LimitCounters();
     private volatile boolean closed;
 
-    Admission(PoolConfig config, MemoryLimit limit, Runnable reclaimForCeiling, Supplier<ThreadCaches.Snapshot> counters) {
+    Admission(PoolConfig config, MemoryLimit limit, Pressure pressure, Runnable reclaimForCeiling,
+              Supplier<ThreadCaches.Snapshot> counters) {
         this.config = config;
         this.limit = limit;
+        this.pressure = pressure;
         this.reclaimForCeiling = reclaimForCeiling;
         this.counters = counters;
     }
@@ -161,6 +165,12 @@ final class Admission {
             if (refusal == Attempt.DONE) {
                 return true;
             }
+        }
+        // caches give back what they can spare before anyone is refused or waits
+        refusal = pressure.relieve(attempt, category, requested, out, refusal, config.waitAllowed().getAsBoolean(),
+                reclaimForCeiling);
+        if (refusal == Attempt.DONE) {
+            return true;
         }
         if (policy == LimitPolicy.RETURN_NULL) {
             refused(category, requested, kindOf(refusal), policy, PoolEvents.BY_POLICY);

@@ -116,6 +116,10 @@ public final class MemoryPool implements AutoCloseable {
     };
     /** Chooses and marks the chunks to empty; the owners' relocators move what lives in them. */
     private final Compaction compaction;
+    /** Asks the caches' shrinkers for memory above the high watermark and at the limits. */
+    private final Pressure pressure;
+    /** The background check of {@link #pressure}, scheduled with the first shrinker; null before. */
+    private volatile Scheduler.Cancellable pressureTask;
     /** When the last compaction at the ceiling started, in ticker nanoseconds; they are at most one per {@link #CEILING_COMPACTION_GAP}. */
     private final AtomicLong lastCeilingCompaction = new AtomicLong(Long.MIN_VALUE);
 
@@ -140,7 +144,8 @@ public final class MemoryPool implements AutoCloseable {
                 this::isClosed);
         this.idle = new IdleMemory(arenas, threadCaches, committed, dedicated, config, sequentialAllocators.values(),
                 blockPools.values());
-        this.admission = new Admission(config, limit, this::reclaimForCeiling, this::counters);
+        this.pressure = new Pressure(config.pressure(), limit, config.ticker(), idle, config.chunkSize());
+        this.admission = new Admission(config, limit, pressure, this::reclaimForCeiling, this::counters);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
                 admission, (arena, c, requested, out) -> tryGeneral(c, requested, out, arena), this::free, this::counters,
@@ -148,6 +153,9 @@ public final class MemoryPool implements AutoCloseable {
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);
+        }
+        for (String floorCategory : config.pressure().floors().keySet()) {
+            category(floorCategory);
         }
         CLEANER.register(this, committed.reclaimerOnCollection());
         this.decayTask = new DecayTask(this).scheduleOn(config.scheduler());
@@ -198,6 +206,10 @@ public final class MemoryPool implements AutoCloseable {
     public void close() {
         if (!admission.close()) {
             return;
+        }
+        Scheduler.Cancellable pressureCheck = pressureTask;
+        if (pressureCheck != null) {
+            pressureCheck.cancel();
         }
         committed.close(); // before committed() is read below: nothing is committed after that read
         dedicated.close();
@@ -288,6 +300,62 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
+     * Registers the {@link Shrinker} of a category: the owner of a cache that
+     * can drop entries, which frees memory when the pool asks. With null,
+     * removes it. Shrinkers are asked only in a pool with a ceiling and with
+     * pressure on (see {@link PressureConfig}): in the background while
+     * committed memory is above the high watermark, and before an allocation
+     * is refused or made to wait at the ceiling or its category's quota. The
+     * first shrinker starts the background check on the pool's scheduler.
+     *
+     * @return the shrinker it replaced, or null
+     * @throws IllegalStateException when the pool is closed
+     */
+    public Shrinker setShrinker(String categoryName, Shrinker shrinker) {
+        admission.checkOpen();
+        Shrinker previous = pressure.set(category(categoryName), shrinker);
+        if (shrinker != null && pressureTask == null && pressure.active()) {
+            synchronized (pressure) {
+                if (pressureTask == null) {
+                    pressureTask = new PressureTask(this).scheduleOn(config.scheduler(), config.pressure().checkPeriod());
+                }
+            }
+        }
+        return previous;
+    }
+
+    /** What memory pressure has done so far: shrinkers asked and answers, watermark crossings, allocations that shrank. */
+    public PressureStats pressureStats() {
+        return pressure.stats();
+    }
+
+    /** The periodic pressure check; holds the pool weakly, like {@link DecayTask}. */
+    private static final class PressureTask implements Runnable {
+        private final WeakReference<MemoryPool> pool;
+        private volatile Scheduler.Cancellable handle;
+
+        PressureTask(MemoryPool pool) {
+            this.pool = new WeakReference<>(pool);
+        }
+
+        Scheduler.Cancellable scheduleOn(Scheduler scheduler, Duration period) {
+            Scheduler.Cancellable scheduled = scheduler.repeat(this, period);
+            handle = scheduled;
+            return scheduled;
+        }
+
+        @Override
+        public void run() {
+            MemoryPool live = pool.get();
+            if (live != null && !live.isClosed()) {
+                live.pressure.background(live.compaction);
+            } else if (handle != null) {
+                handle.cancel();
+            }
+        }
+    }
+
+    /**
      * Compacts with the defaults: chunks at most half used, no limit on the
      * bytes moved. See {@link #compact(double, long)}.
      */
@@ -349,7 +417,7 @@ public final class MemoryPool implements AutoCloseable {
                         + " categories; cannot add '" + name + "' to " + categoriesByName.keySet());
             }
             Long quota = config.quotas().get(name);
-            Category created = new Category(this, name, current.length, quota != null,
+            Category created = new Category(this, name, current.length, config.tracks(name),
                     quota != null ? quota : Long.MAX_VALUE, config.categoryPolicies().get(name));
             Category[] grown = Arrays.copyOf(current, current.length + 1);
             grown[created.id] = created;
@@ -985,6 +1053,17 @@ public final class MemoryPool implements AutoCloseable {
                 sb.append(PoolStats.occupancyChar(percent));
             }
             sb.append("]\n");
+        }
+        PressureStats p = pressure.stats();
+        if (pressure.active() && !p.categories().isEmpty()) {
+            sb.append(String.format(Locale.ROOT, "  pressure: watermarks %s; crossed %d times, %d background rounds gave back"
+                            + " %d bytes; %d allocations at a limit shrank (%d then served, longest %d us)%n",
+                    pressure.describe(), p.highWatermarkCrossings(), p.backgroundRounds(), p.backgroundGivenBack(),
+                    p.limitShrinks(), p.limitShrinksServed(), p.maxLimitShrinkNanos() / 1000));
+            for (PressureStats.CategoryPressure c : p.categories()) {
+                sb.append(String.format(Locale.ROOT, "    shrinker %-16s %d calls, asked %d bytes, freed %d bytes,"
+                        + " busy %d, failed %d%n", c.name(), c.calls(), c.asked(), c.freed(), c.busy(), c.failures()));
+            }
         }
         return sb.toString();
     }

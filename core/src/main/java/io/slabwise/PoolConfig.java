@@ -66,6 +66,7 @@ public final class PoolConfig {
     private final Duration waitTimeout;
     private final Map<String, Long> quotas;
     private final Map<String, LimitPolicy> categoryPolicies;
+    private final PressureConfig pressure;
     private final Duration idleChunkDecay;
     private final int minIdleChunks;
     private final BooleanSupplier waitAllowed;
@@ -78,6 +79,7 @@ public final class PoolConfig {
         this.waitTimeout = b.waitTimeout;
         this.quotas = Map.copyOf(b.quotas);
         this.categoryPolicies = Map.copyOf(b.categoryPolicies);
+        this.pressure = b.pressure;
         this.idleChunkDecay = b.idleChunkDecay;
         this.minIdleChunks = b.minIdleChunks;
         this.waitAllowed = b.waitAllowed;
@@ -220,6 +222,19 @@ public final class PoolConfig {
         return categoryPolicies;
     }
 
+    /** How the pool asks caches' {@link Shrinker}s for memory under pressure. */
+    public PressureConfig pressure() {
+        return pressure;
+    }
+
+    /**
+     * Whether the reserved bytes of {@code category} are tracked exactly: it
+     * has a quota, or a floor under pressure.
+     */
+    boolean tracks(String category) {
+        return quotas.containsKey(category) || pressure.floors().containsKey(category);
+    }
+
     /** How long a chunk stays idle before it goes back to the chunk source. */
     public Duration idleChunkDecay() {
         return idleChunkDecay;
@@ -254,7 +269,8 @@ public final class PoolConfig {
                 + ", compactionBytesPerSecond=" + compactionBytesPerSecond + ", dedicatedAbove=" + dedicatedAbove
                 + ", maxCachedSize=" + maxCachedSize
                 + ", maxCachedBytesPerClass=" + maxCachedBytesPerClass + ", maxCachedEntriesPerClass=" + maxCachedEntriesPerClass
-                + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", maxIdleBlocks=" + maxIdleBlocks + ", chunkSource=" + chunkSource + ')';
+                + ", maxIdleChunksPerArena=" + maxIdleChunksPerArena + ", maxIdleBlocks=" + maxIdleBlocks + ", chunkSource=" + chunkSource
+                + ", pressure=" + pressure + ')';
     }
 
     /** Builds a {@link PoolConfig}; each setter validates its argument. */
@@ -321,6 +337,7 @@ public final class PoolConfig {
         private Duration waitTimeout = Duration.ofMillis(longProperty("slabwise.waitTimeoutMillis", 5000));
         private final Map<String, Long> quotas = new LinkedHashMap<>();
         private final Map<String, LimitPolicy> categoryPolicies = new LinkedHashMap<>();
+        private PressureConfig pressure = PressureConfig.defaults();
         private Duration idleChunkDecay = Duration.ofMillis(longProperty("slabwise.idleChunkDecayMillis", 10_000));
         private int minIdleChunks = intProperty("slabwise.minIdleChunks", 0);
         private BooleanSupplier waitAllowed = () -> true;
@@ -558,6 +575,17 @@ public final class PoolConfig {
             return self();
         }
 
+        /**
+         * How the pool asks caches' {@link Shrinker}s for memory: the
+         * watermarks, the bounds of shrinking at a limit, per-category floors
+         * and weights (default {@link PressureConfig#defaults()}; it applies
+         * only with a ceiling and once a shrinker is registered).
+         */
+        public B pressure(PressureConfig pressure) {
+            this.pressure = Objects.requireNonNull(pressure, "pressure");
+            return self();
+        }
+
         /** A policy for one category, overriding the pool's. */
         public B categoryPolicy(String category, LimitPolicy policy) {
             Category.checkName(category);
@@ -625,9 +653,11 @@ public final class PoolConfig {
             waitTimeout(waitTimeout);
             idleChunkDecay(idleChunkDecay);
             minIdleChunks(minIdleChunks);
-            int categories = quotas.size() + (quotas.containsKey(Category.DEFAULT_NAME) ? 0 : 1);
-            if (categories > Category.MAX_CATEGORIES) {
-                throw new IllegalArgumentException("quotas name " + quotas.size() + " categories: with '"
+            java.util.Set<String> named = new java.util.HashSet<>(quotas.keySet());
+            named.addAll(pressure.floors().keySet());
+            named.add(Category.DEFAULT_NAME);
+            if (named.size() > Category.MAX_CATEGORIES) {
+                throw new IllegalArgumentException("quotas and floors name " + (named.size() - 1) + " categories: with '"
                         + Category.DEFAULT_NAME + "' a pool has at most " + Category.MAX_CATEGORIES);
             }
             long ceiling;

@@ -24,6 +24,9 @@ import java.util.Locale;
  *                                                         (served|timeout|interrupted|closed|failed)
  *  io.slabwise.Trim           duration  IdleMemory        cause (trim|decay|reclaim), regions, bytes,
  *                                                         committed after, native heap trimmed
+ *  io.slabwise.Shrink         duration  Pressure          category, cause (background|ceiling|quota), bytes asked,
+ *                                                         bytes freed (the shrinker's answer), outcome
+ *                                                         (freed|nothing|busy|failed), committed after
  * </pre>
  *
  * <h2>Cost</h2>
@@ -241,6 +244,66 @@ final class PoolEvents {
         @Label("Held By Readers")
         @Description("Moved entries whose old memory readers still held")
         long heldByReaders;
+    }
+
+    @Name("io.slabwise.Shrink")
+    @Label("Shrink")
+    @jdk.jfr.Category(CATEGORY)
+    @Description("The pool asked a cache's shrinker to free memory: in the background above the high watermark,"
+            + " or for an allocation at the ceiling or at its category's quota")
+    static final class Shrink extends Event {
+        @Label("Category")
+        String category;
+
+        @Label("Cause")
+        @Description("background, ceiling or quota")
+        String cause;
+
+        @Label("Bytes Asked")
+        @DataAmount
+        long asked;
+
+        @Label("Bytes Freed")
+        @Description("What the shrinker answered it freed; 0 when busy or failed")
+        @DataAmount
+        long freed;
+
+        @Label("Outcome")
+        @Description("freed, nothing, busy or failed")
+        String outcome;
+
+        @Label("Committed")
+        @Description("Committed bytes of the pool after the call")
+        @DataAmount
+        long committed;
+    }
+
+    /** A shrink event, begun, or null when no recorder exists; pass it to {@link #endShrink}. */
+    static Shrink beginShrink() {
+        if (!recorderPresent()) {
+            return null;
+        }
+        Shrink event = new Shrink();
+        event.begin();
+        return event;
+    }
+
+    /** Commits the event if enabled. */
+    static void endShrink(Shrink event, String category, String cause, long asked, long freed, String outcome,
+                          long committedAfter) {
+        if (event == null) {
+            return;
+        }
+        event.end();
+        if (event.shouldCommit()) {
+            event.category = category;
+            event.cause = cause;
+            event.asked = asked;
+            event.freed = freed;
+            event.outcome = outcome;
+            event.committed = committedAfter;
+            event.commit();
+        }
     }
 
     /** A compaction event, begun, or null when no recorder exists; pass it to {@link #endCompaction}. */

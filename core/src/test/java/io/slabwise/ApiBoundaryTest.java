@@ -32,7 +32,8 @@ class ApiBoundaryTest {
     private static final Set<String> API = Set.of("Allocation", "Allocator", "BlockPool", "BlockStats", "Category",
             "CategoryStats", "ChunkSource", "CompactionStats", "Evacuation", "Relocator",
             "LimitPolicy", "LimitStats", "MemoryLimitException", "MemoryPool",
-            "NativeRegion", "PoolConfig", "PoolStats", "Scheduler", "SequentialAllocator", "SequentialStats", "Ticker");
+            "NativeRegion", "PoolConfig", "PoolStats", "PressureConfig", "PressureStats", "Scheduler", "SequentialAllocator",
+            "SequentialStats", "Shrinker", "Ticker");
 
     @Test
     void theModuleExportsOnlyTheApiAndGivesTheInternalsToTheAdapterAlone() throws IOException {

@@ -116,7 +116,32 @@ public enum SlabwiseMeters {
             "Entries in chunks being emptied that stayed: their owner kept them (in use), or a limit or the budget did"),
     /** Moved entries whose old memory readers still held. */
     COMPACTION_HELD_BY_READERS("slabwise.compaction.held.by.readers", Type.FUNCTION_COUNTER, "entries",
-            "Moved entries whose old memory readers still held, so that their chunk went back only when they let go");
+            "Moved entries whose old memory readers still held, so that their chunk went back only when they let go"),
+    /** Times committed memory crossed the high watermark and background shrinking began; with a ceiling. */
+    PRESSURE_CROSSINGS("slabwise.pressure.crossings", Type.FUNCTION_COUNTER, "crossings",
+            "Times committed memory was found above the high watermark and the pool began asking shrinkers"),
+    /** Committed bytes that fell while the background asked shrinkers; with a ceiling. */
+    PRESSURE_GIVEN_BACK("slabwise.pressure.given.back", Type.FUNCTION_COUNTER, BaseUnits.BYTES,
+            "Committed bytes that fell during background shrinking, by the pool's own accounting"),
+    /** Allocations at the ceiling or a quota that asked shrinkers before their policy applied; with a ceiling. */
+    PRESSURE_LIMIT_SHRINKS("slabwise.pressure.limit.shrinks", Type.FUNCTION_COUNTER, "allocations",
+            "Allocations at the ceiling or a quota that asked shrinkers for memory before their policy applied"),
+    /** Of those, the ones served after shrinking. */
+    PRESSURE_LIMIT_SERVED("slabwise.pressure.limit.served", Type.FUNCTION_COUNTER, "allocations",
+            "Allocations at a limit that were served after shrinkers freed memory"),
+    /** Shrinker calls and the time they took, every category and cause; with a ceiling. */
+    PRESSURE_SHRINK("slabwise.pressure.shrink", Type.FUNCTION_TIMER, null,
+            "Calls of the caches' shrinkers (background, at the ceiling, at a quota) and the time they took"),
+    /** Per category: bytes the pool asked its shrinker to free. */
+    PRESSURE_ASKED("slabwise.pressure.asked", Type.FUNCTION_COUNTER, BaseUnits.BYTES,
+            "Bytes the pool asked the category's shrinker to free", TagKey.CATEGORY),
+    /** Per category: bytes its shrinker answered it freed. */
+    PRESSURE_FREED("slabwise.pressure.freed", Type.FUNCTION_COUNTER, BaseUnits.BYTES,
+            "Bytes the category's shrinker answered it freed", TagKey.CATEGORY),
+    /** Per category: calls its shrinker answered busy, or that threw. */
+    PRESSURE_SKIPPED("slabwise.pressure.skipped", Type.FUNCTION_COUNTER, "calls",
+            "Calls of the category's shrinker that freed nothing because it was busy (reason=busy) or threw"
+                    + " (reason=failed)", TagKey.CATEGORY, TagKey.REASON);
 
     /** How a meter is registered. */
     public enum Type {
@@ -148,7 +173,9 @@ public enum SlabwiseMeters {
         /** A chunk's state: {@code used} or {@code idle}. */
         STATE("state"),
         /** The limit: {@code ceiling} (the pool's, on committed bytes) or {@code quota} (the category's, on reserved bytes). */
-        KIND("kind");
+        KIND("kind"),
+        /** Why a shrinker call freed nothing: {@code busy} or {@code failed}. */
+        REASON("reason");
 
         private final String key;
 

@@ -13,6 +13,7 @@ import io.slabwise.LimitStats;
 import io.slabwise.MemoryLimitException;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolStats;
+import io.slabwise.PressureStats;
 
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
@@ -104,6 +105,8 @@ public final class SlabwiseMetrics implements MeterBinder {
     private volatile LimitStats lastLimits;
     /** The pool's compaction totals when last read, kept for the counters once the pool is gone. */
     private volatile CompactionStats lastCompaction = CompactionStats.NONE;
+    /** The pool's pressure totals when last read, kept for the counters once the pool is gone. */
+    private volatile PressureStats lastPressure = PressureStats.NONE;
 
     /** A snapshot and the clock reading when it was taken, published together. */
     private record Snapshot(PoolStats stats, LimitStats limits, long takenAt) {
@@ -191,6 +194,9 @@ public final class SlabwiseMetrics implements MeterBinder {
         }
 
         registerCompaction(registry);
+        if (hasCeiling) {
+            registerPressure(registry);
+        }
 
         synchronized (bindLock) {
             registries.add(registry);
@@ -265,6 +271,7 @@ public final class SlabwiseMetrics implements MeterBinder {
                 category(category, CategoryStats::allocations));
         if (hasCeiling) {
             registerLimit(registry, categoryTags, category, MemoryLimitException.Kind.CEILING);
+            registerCategoryPressure(registry, categoryTags, category);
         }
         if (quotaCategories.contains(category)) {
             registerLimit(registry, categoryTags, category, MemoryLimitException.Kind.QUOTA);
@@ -307,6 +314,51 @@ public final class SlabwiseMetrics implements MeterBinder {
                 .description(meter.description())
                 .tags(tags)
                 .register(registry);
+    }
+
+    /** The pool's pressure counters and shrinker timer, read from its running totals. */
+    private void registerPressure(MeterRegistry registry) {
+        register(registry, SlabwiseMeters.PRESSURE_CROSSINGS, tags, m -> m.pressure().highWatermarkCrossings());
+        register(registry, SlabwiseMeters.PRESSURE_GIVEN_BACK, tags, m -> m.pressure().backgroundGivenBack());
+        register(registry, SlabwiseMeters.PRESSURE_LIMIT_SHRINKS, tags, m -> m.pressure().limitShrinks());
+        register(registry, SlabwiseMeters.PRESSURE_LIMIT_SERVED, tags, m -> m.pressure().limitShrinksServed());
+        SlabwiseMeters meter = SlabwiseMeters.PRESSURE_SHRINK;
+        FunctionTimer.builder(meter.meterName(), this, heldCount(m -> {
+                            long calls = 0;
+                            for (PressureStats.CategoryPressure c : m.pressure().categories()) {
+                                calls += c.calls();
+                            }
+                            return calls;
+                        }), held(m -> m.pressure().shrinkNanos()), TimeUnit.NANOSECONDS)
+                .description(meter.description())
+                .tags(tags)
+                .register(registry);
+    }
+
+    /** One category's shrinker counters; zeros while it has never had a shrinker. */
+    private void registerCategoryPressure(MeterRegistry registry, Tags categoryTags, String category) {
+        register(registry, SlabwiseMeters.PRESSURE_ASKED, categoryTags, m -> m.shrinker(category).asked());
+        register(registry, SlabwiseMeters.PRESSURE_FREED, categoryTags, m -> m.shrinker(category).freed());
+        String reason = SlabwiseMeters.TagKey.REASON.key();
+        register(registry, SlabwiseMeters.PRESSURE_SKIPPED, categoryTags.and(reason, "busy"),
+                m -> m.shrinker(category).busy());
+        register(registry, SlabwiseMeters.PRESSURE_SKIPPED, categoryTags.and(reason, "failed"),
+                m -> m.shrinker(category).failures());
+    }
+
+    /** The pool's pressure totals, or the last ones seen once the pool is gone: counters never go back. */
+    private PressureStats pressure() {
+        MemoryPool p = pool.get();
+        if (p != null) {
+            lastPressure = p.pressureStats();
+        }
+        return lastPressure;
+    }
+
+    /** One category's shrinker counts in {@link #pressure()}; zeros when it never had a shrinker. */
+    private PressureStats.CategoryPressure shrinker(String category) {
+        PressureStats.CategoryPressure c = pressure().category(category);
+        return c != null ? c : new PressureStats.CategoryPressure(category, 0, 0, 0, 0, 0);
     }
 
     /** The pool's compaction totals, or the last ones seen once the pool is gone: counters never go back. */

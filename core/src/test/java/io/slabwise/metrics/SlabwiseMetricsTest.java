@@ -15,6 +15,8 @@ import io.slabwise.MemoryLimitException;
 import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
+import io.slabwise.PressureStats;
+import io.slabwise.Shrinker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -265,6 +267,65 @@ class SlabwiseMetricsTest {
         assertFalse(pool.allocate(pool.category("limited"), 100 << 10, new Allocation()));
         clock.addAndGet(NEXT_SCRAPE);
         assertEquals(1, refusals(registry, "limited", "quota"));
+    }
+
+    @Test
+    void thePressureMetersFollowTheShrinkersAskedAtTheCeiling() {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).maxCachedSize(0)
+                .maxMemory(8L << 20).limitPolicy(LimitPolicy.FAIL).categoryPolicy("log_cache", LimitPolicy.RETURN_NULL)
+                .build());
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new SlabwiseMetrics(pool, "test", clock::get).bindTo(registry);
+        java.util.ArrayDeque<Allocation> log = new java.util.ArrayDeque<>();
+        while (true) {
+            Allocation a = new Allocation();
+            if (!pool.sequential("log_cache").allocate(64 << 10, a)) {
+                break;
+            }
+            log.add(a);
+        }
+        pool.setShrinker("log_cache", new Shrinker() {
+            @Override
+            public long reclaimable() {
+                return log.size() * (64L << 10);
+            }
+
+            @Override
+            public long shrink(long bytes) {
+                long freed = 0;
+                while (freed < bytes && !log.isEmpty()) {
+                    Allocation a = log.removeFirst();
+                    freed += a.requestedBytes();
+                    pool.free(a);
+                }
+                return freed;
+            }
+        });
+        Allocation burst = new Allocation();
+        assertTrue(pool.allocate(2 << 20, burst), "served after the log cache shrank");
+        clock.addAndGet(NEXT_SCRAPE);
+        gauge(registry, "slabwise.memory.requested", null);
+        PressureStats stats = pool.pressureStats();
+        assertEquals(1, counter(registry, "slabwise.pressure.limit.shrinks", null, null));
+        assertEquals(1, counter(registry, "slabwise.pressure.limit.served", null, null));
+        assertEquals(stats.category("log_cache").asked(), counter(registry, "slabwise.pressure.asked", "category", "log_cache"));
+        assertEquals(stats.freed(), counter(registry, "slabwise.pressure.freed", "category", "log_cache"));
+        assertTrue(stats.freed() >= 2 << 20);
+        assertEquals(0, counter(registry, "slabwise.pressure.freed", "category", "network"), "no shrinker, zero");
+        assertEquals(0, registry.find("slabwise.pressure.skipped").tag("category", "log_cache").tag("reason", "busy")
+                .functionCounter().count());
+        FunctionTimer timer = registry.find("slabwise.pressure.shrink").functionTimer();
+        assertEquals(stats.category("log_cache").calls(), (long) timer.count());
+        pool.free(burst);
+        log.forEach(pool::free);
+        pool.close();
+    }
+
+    private static double counter(SimpleMeterRegistry registry, String name, String tagKey, String tagValue) {
+        FunctionCounter counter = tagKey == null ? registry.find(name).functionCounter()
+                : registry.find(name).tag(tagKey, tagValue).functionCounter();
+        assertNotNull(counter, name + " " + tagValue);
+        return counter.count();
     }
 
     private static double refusals(SimpleMeterRegistry registry, String category, String kind) {

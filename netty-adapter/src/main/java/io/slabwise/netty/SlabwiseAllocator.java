@@ -15,6 +15,7 @@ import io.slabwise.MemoryPool;
 import io.slabwise.PoolConfig;
 import io.slabwise.PoolStats;
 import io.slabwise.SequentialAllocator;
+import io.slabwise.Shrinker;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -286,6 +287,20 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     public void setRelocator(String category, BufferRelocator relocator) {
         pool.setRelocator(category, relocator == null ? null
                 : evacuation -> relocator.relocate(new BufferEvacuation(evacuation, this)));
+    }
+
+    /**
+     * Registers the {@link Shrinker} of a category: the owner of a
+     * cache that drops its coldest buffers when the pool asks, before anyone
+     * is refused at the ceiling and in the background above the high
+     * watermark; null removes it. Event loops shrink inline, within the
+     * bounds of {@link io.slabwise.PressureConfig#inline}, and never wait.
+     *
+     * @return the shrinker it replaced, or null
+     * @see MemoryPool#setShrinker(String, Shrinker)
+     */
+    public Shrinker setShrinker(String category, Shrinker shrinker) {
+        return pool.setShrinker(category, shrinker);
     }
 
     /**
