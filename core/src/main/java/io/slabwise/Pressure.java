@@ -283,14 +283,17 @@ final class Pressure {
                 if (own != null) {
                     long fromOwn = call(own, Math.min(ask, Math.min(reclaimable(own), aboveFloor(own))), atQuota ? QUOTA : CEILING);
                     round.freed += Math.max(0, fromOwn);
+                    round.anyBusy |= fromOwn == Shrinker.BUSY;
                 }
                 if (others && round.freed - freedBefore < ask && !round.pastDeadline(ticker)) {
                     spread(round, all, category, ask - (round.freed - freedBefore), CEILING);
                 }
                 asked += ask;
-                if (round.freed == freedBefore) {
+                boolean freedNothing = round.freed == freedBefore;
+                if (freedNothing && !round.anyBusy) {
                     return refusal; // nothing could go: the policy applies
                 }
+                // a busy shrinker may be freeing right now (the background, another allocation): one more try
                 if (!atQuota) {
                     reclaimForCeiling.run();
                 }
@@ -299,7 +302,7 @@ final class Pressure {
                     limitShrinksServed.incrementAndGet();
                     return Attempt.DONE;
                 }
-                if (again != refusal || round.pastDeadline(ticker)) {
+                if (again != refusal || freedNothing || round.pastDeadline(ticker)) {
                     return again;
                 }
             }
