@@ -1,7 +1,10 @@
 package io.slabwise;
 
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The bookkeeping of region groups: blocks of {@link #GROUP_SIZE} bytes taken
@@ -19,7 +22,10 @@ import java.util.List;
  * <p>This class only decides where regions go; it takes and gives back no
  * memory itself ({@link CommittedMemory} does, outside this object's lock). A
  * region is carved from the fullest group it fits in, so that regions gather
- * in few groups and the others empty out. A group whose last region is freed
+ * in few groups and the others empty out. Groups with free units are kept in
+ * buckets by the units that stay in them (carved, less those being emptied),
+ * so the fullest that fits is found by looking at most at {@link #UNITS}
+ * buckets, not at every group: a pool of 256 GiB has 8,192 groups. A group whose last region is freed
  * is taken off the list at once, under the lock, so no region is ever carved
  * from it again; the caller then gives its backing region back. Any thread:
  * every method holds this object's monitor, and none calls out of the class.
@@ -47,6 +53,8 @@ final class RegionGroups {
          * while another group (or a new one) can take it.
          */
         private int evacuatingUnits;
+        /** The bucket of {@link #byStaying} it is in, or -1 while it has no free unit (or left the list). */
+        private int bucket = -1;
 
         Group(NativeRegion backing) {
             if (backing.size() != GROUP_SIZE) {
@@ -92,8 +100,16 @@ final class RegionGroups {
         }
     }
 
-    /** The groups holding at least one region, in the order they were added. */
-    private final List<Group> groups = new ArrayList<>();
+    /**
+     * The groups holding at least one region and at least one free unit, by
+     * the units that stay in them ({@code carved - evacuating}), each bucket
+     * in the order its groups came into it.
+     */
+    private final List<Set<Group>> byStaying = new ArrayList<>(Collections.nCopies(UNITS + 1, null));
+    /** The groups holding at least one region. */
+    private int groupCount;
+    /** Units carved across all groups. */
+    private long totalCarved;
 
     /** Units a region of {@code size} bytes spans. */
     static int unitsFor(int size) {
@@ -117,25 +133,51 @@ final class RegionGroups {
      */
     synchronized Carving carve(int size, boolean evacuatingToo) {
         int units = unitsFor(size);
-        Group best = null;
-        int bestFirst = -1;
-        for (Group group : groups) {
-            int staying = group.carvedUnits - group.evacuatingUnits;
-            if (UNITS - group.carvedUnits < units || (group.evacuatingUnits > 0 && staying == 0 && !evacuatingToo)
-                    || (best != null && staying <= best.carvedUnits - best.evacuatingUnits)) {
+        // a group whose staying units exceed UNITS - units has fewer than units free: start below them
+        for (int staying = UNITS - units; staying >= 0; staying--) {
+            Set<Group> bucket = byStaying.get(staying);
+            if (bucket == null || bucket.isEmpty()) {
                 continue;
             }
-            int first = group.findRun(units);
-            if (first >= 0) {
-                best = group;
-                bestFirst = first;
+            for (Group group : bucket) {
+                if (UNITS - group.carvedUnits < units || (group.evacuatingUnits > 0 && staying == 0 && !evacuatingToo)) {
+                    continue; // only groups being emptied: their evacuating units are carved too
+                }
+                int first = group.findRun(units);
+                if (first >= 0) {
+                    mark(group, first, units, true);
+                    return new Carving(group, first, units);
+                }
             }
         }
-        if (best == null) {
-            return null;
+        return null;
+    }
+
+    /** Marks units carved or free and moves the group to the bucket of its staying units. */
+    private void mark(Group group, int first, int units, boolean carved) {
+        group.mark(first, units, carved);
+        totalCarved += carved ? units : -units;
+        rebucket(group);
+    }
+
+    /** Puts {@code group} in the bucket of its staying units, or in none when it has no free unit or left. */
+    private void rebucket(Group group) {
+        int bucket = group.retired || group.carvedUnits == UNITS ? -1 : group.carvedUnits - group.evacuatingUnits;
+        if (bucket == group.bucket) {
+            return;
         }
-        best.mark(bestFirst, units, true);
-        return new Carving(best, bestFirst, units);
+        if (group.bucket >= 0) {
+            byStaying.get(group.bucket).remove(group);
+        }
+        if (bucket >= 0) {
+            Set<Group> to = byStaying.get(bucket);
+            if (to == null) {
+                to = new LinkedHashSet<>();
+                byStaying.set(bucket, to);
+            }
+            to.add(group);
+        }
+        group.bucket = bucket;
     }
 
     /** Adds a new group, not on the list yet, and carves {@code size} bytes from its start. */
@@ -144,8 +186,8 @@ final class RegionGroups {
         if (group.carvedUnits != 0 || group.retired) {
             throw new IllegalStateException("the group is not new");
         }
-        groups.add(group);
-        group.mark(0, units, true);
+        groupCount++;
+        mark(group, 0, units, true);
         return new Carving(group, 0, units);
     }
 
@@ -160,12 +202,13 @@ final class RegionGroups {
         if (group.retired) {
             throw new IllegalStateException("a region was freed twice: its group is already given back");
         }
-        group.mark(carving.firstUnit(), carving.units(), false);
+        mark(group, carving.firstUnit(), carving.units(), false);
         if (group.carvedUnits > 0) {
             return null;
         }
-        group.retired = true;
-        groups.remove(group);
+        group.retired = true; // its last region: no region is ever carved from it again
+        groupCount--;
+        rebucket(group);
         return group;
     }
 
@@ -176,20 +219,18 @@ final class RegionGroups {
 
     /** Counts a carved region as being emptied by a compaction, or no longer; once each way. */
     synchronized void evacuating(Carving carving, boolean on) {
-        carving.group().evacuatingUnits += on ? carving.units() : -carving.units();
+        Group group = carving.group();
+        group.evacuatingUnits += on ? carving.units() : -carving.units();
+        rebucket(group);
     }
 
     /** The groups holding at least one region. */
     synchronized int groupCount() {
-        return groups.size();
+        return groupCount;
     }
 
     /** Units carved across all groups. */
     synchronized long carvedUnits() {
-        long total = 0;
-        for (Group group : groups) {
-            total += group.carvedUnits;
-        }
-        return total;
+        return totalCarved;
     }
 }

@@ -128,6 +128,14 @@ class RegionGroupsTest {
                 }
                 assertEquals(units, carving.units());
                 int[] owners = model.get(carving.group());
+                if (owners != null) { // not a new group: the fullest of those with a run long enough
+                    int chosenCarved = carvedIn(owners);
+                    for (int[] other : model.values()) {
+                        if (other != owners && longestFreeRun(other) >= units) {
+                            assertTrue(carvedIn(other) <= chosenCarved, "a fuller group had room; seed " + seed + " step " + step);
+                        }
+                    }
+                }
                 assertNotNull(owners, "carved from a group that had left the list; seed " + seed);
                 int id = nextId++;
                 for (int u = carving.firstUnit(); u < carving.firstUnit() + units; u++) {
@@ -154,6 +162,14 @@ class RegionGroupsTest {
             return UNIT << random.nextInt(6);
         }
         return 1 + random.nextInt(RegionGroups.GROUP_SIZE);
+    }
+
+    private static int carvedIn(int[] owners) {
+        int carved = 0;
+        for (int owner : owners) {
+            carved += owner == 0 ? 0 : 1;
+        }
+        return carved;
     }
 
     private static int longestFreeRun(int[] owners) {
