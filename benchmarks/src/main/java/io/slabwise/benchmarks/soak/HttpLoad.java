@@ -135,7 +135,10 @@ final class HttpLoad {
         return failures.sum();
     }
 
-    /** Responses the server could not allocate (the ceiling or the chunk source refused). */
+    /**
+     * Server connections closed after an expected error: a buffer refused
+     * (the ceiling or the chunk source), or the client's side gone.
+     */
     long serverRefusals() {
         return serverRefusals.sum();
     }
@@ -144,13 +147,18 @@ final class HttpLoad {
      * Runs every task the event loops have queued so far, by queueing one
      * more on each and waiting for it: a buffer released in the task that
      * wrote or read it is released once this returns.
+     *
+     * @return false when an event loop did not run the task within {@code timeoutMillis}
      */
-    void drainEventLoops() throws InterruptedException {
+    boolean drainEventLoops(long timeoutMillis) throws InterruptedException {
         for (EventLoopGroup group : new EventLoopGroup[] {boss, serverLoops, clientLoops}) {
             for (EventExecutor loop : group) {
-                loop.submit(() -> { }).await();
+                if (!loop.submit(() -> { }).await(timeoutMillis)) {
+                    return false;
+                }
             }
         }
+        return true;
     }
 
     /** One client connection, driven by one soak worker. */

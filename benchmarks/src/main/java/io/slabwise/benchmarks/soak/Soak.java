@@ -85,7 +85,7 @@ public final class Soak {
             + " [--extra-pool-mib 8] [--leak-level paranoid] [--rss-margin-mib 64] [--seed 1] [--csv soak.csv]"
             + " [--port 0] [--inject-miscount]";
     private static final String CSV_HEADER = "seconds,minute,requested,reserved,committed,ceiling,rss,rssBeyondJvm,"
-            + "rssLimit,heapUsed,requestsPerSecond,httpFailures,ceilingRefusals,sourceRefusals,compactions,"
+            + "rssLimit,heapUsed,requestsPerSecond,httpFailures,refusals,sourceRefusals,compactions,"
             + "compactionBytesFreed,compactionBytesMoved,logCacheBytes,blockCacheBytes,platformThreads,virtualThreads,"
             + "extraPools,leaks,liveThreads,pauseMillis";
     /** The longest the checker waits for every worker to stop. */
@@ -452,19 +452,22 @@ public final class Soak {
             found.add("the workers did not stop within " + PAUSE_TIMEOUT_MILLIS + " ms: " + gate.describe());
         } else {
             try {
-                http.drainEventLoops();
-                pollLeaks();
-                logCache.lock();
-                blockCache.lock();
-                try {
-                    stats = allocator.stats();
-                    checkTallies(stats, found);
-                } finally {
-                    blockCache.unlock();
-                    logCache.unlock();
+                if (!http.drainEventLoops(PAUSE_TIMEOUT_MILLIS)) {
+                    found.add("an event loop did not run a task within " + PAUSE_TIMEOUT_MILLIS + " ms");
+                } else {
+                    pollLeaks();
+                    logCache.lock();
+                    blockCache.lock();
+                    try {
+                        stats = allocator.stats();
+                        checkTallies(stats, found);
+                    } finally {
+                        blockCache.unlock();
+                        logCache.unlock();
+                    }
+                    rss = NativeMemory.residentBytes();
+                    jvmOwn = nativeMemory.jvmOwnBytes();
                 }
-                rss = NativeMemory.residentBytes();
-                jvmOwn = nativeMemory.jvmOwnBytes();
             } finally {
                 gate.resume();
             }
@@ -542,7 +545,8 @@ public final class Soak {
         double rate = (responses - lastResponses) / Math.max(1e-9, (now - lastCheckNanos) / 1e9);
         lastResponses = responses;
         lastCheckNanos = now;
-        long ceilingRefusals = logCache.ceilingRefusals() + blockCache.ceilingRefusals() + http.serverRefusals()
+        long refusals = logCache.ceilingRefusals() + logCache.sourceRefusals() + blockCache.ceilingRefusals()
+                + blockCache.sourceRefusals() + http.serverRefusals()
                 + platformChurn.refusals() + (virtualChurn == null ? 0 : virtualChurn.refusals()) + extraPools.refusals();
         CompactionStats compaction = allocator.pool().compactionTotals();
         long requested = stats == null ? -1 : stats.requestedBytes();
@@ -555,15 +559,15 @@ public final class Soak {
         long virtualThreads = virtualChurn == null ? 0 : virtualChurn.started();
         long leaks = LeakRecorder.reports().size();
         System.out.printf(Locale.ROOT, "[%6.0fs] %s requested=%s reserved=%s committed=%s/%s rss=%s beyondJvm=%s req/s=%.0f"
-                        + " httpFail=%d ceilingRefused=%d sourceRefused=%d compactions=%d freed=%s moved=%s log=%s block=%s"
+                        + " httpFail=%d refused=%d sourceRefused=%d compactions=%d freed=%s moved=%s log=%s block=%s"
                         + " threads=%d+%d pools=%d leaks=%d pause=%dms %s%n",
                 seconds, end ? "end" : "check", mib(requested), mib(reserved), mib(committed), mib(settings.ceiling),
-                mib(rss), mib(beyond), rate, http.failures(), ceilingRefusals, source.refusals(), compaction.compactions(),
+                mib(rss), mib(beyond), rate, http.failures(), refusals, source.refusals(), compaction.compactions(),
                 mib(compaction.bytesFreed()), mib(compaction.movedBytes()), mib(logCache.bytes()), mib(blockCache.bytes()),
                 platformThreads, virtualThreads, extraPools.opened(), leaks, pauseMillis, found.isEmpty() ? "OK" : "FAILED");
         csv.printf(Locale.ROOT, "%.1f,%.2f,%d,%d,%d,%d,%d,%d,%d,%d,%.1f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d%n",
                 seconds, seconds / 60, requested, reserved, committed, settings.ceiling, rss, beyond,
-                committed + settings.rssMargin, heapUsed, rate, http.failures(), ceilingRefusals, source.refusals(),
+                committed + settings.rssMargin, heapUsed, rate, http.failures(), refusals, source.refusals(),
                 compaction.compactions(), compaction.bytesFreed(), compaction.movedBytes(), logCache.bytes(),
                 blockCache.bytes(), platformThreads, virtualThreads, extraPools.opened(), leaks, liveThreads, pauseMillis);
         csv.flush();
