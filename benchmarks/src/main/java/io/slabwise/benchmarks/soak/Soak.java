@@ -455,6 +455,10 @@ public final class Soak {
                 if (!http.drainEventLoops(PAUSE_TIMEOUT_MILLIS)) {
                     found.add("an event loop did not run a task within " + PAUSE_TIMEOUT_MILLIS + " ms");
                 } else {
+                    // before the collection that finds leaks: it shrinks the heap at once in the JVM's count, but the
+                    // collector gives the pages back later (concurrently), so a reading after it would count them twice
+                    rss = NativeMemory.residentBytes();
+                    jvmOwn = nativeMemory.jvmOwnBytes();
                     pollLeaks();
                     logCache.lock();
                     blockCache.lock();
@@ -465,8 +469,6 @@ public final class Soak {
                         blockCache.unlock();
                         logCache.unlock();
                     }
-                    rss = NativeMemory.residentBytes();
-                    jvmOwn = nativeMemory.jvmOwnBytes();
                 }
             } finally {
                 gate.resume();
@@ -610,6 +612,8 @@ public final class Soak {
         }
         logCache.close(allocator);
         blockCache.close(allocator);
+        long rss = NativeMemory.residentBytes();
+        long jvmOwn = nativeMemory.jvmOwnBytes();
         pollLeaks();
         PoolStats released = allocator.stats();
         checkTallies(released, found);
@@ -617,8 +621,6 @@ public final class Soak {
             found.add("everything released, the pool still counts " + released.requestedBytes() + " bytes requested, "
                     + released.reservedBytes() + " reserved, in " + released.liveAllocations() + " live buffers");
         }
-        long rss = NativeMemory.residentBytes();
-        long jvmOwn = nativeMemory.jvmOwnBytes();
         checkMemory(released, rss, jvmOwn, found);
         allocator.close();
         long committed = allocator.pool().committedBytes();
