@@ -194,6 +194,8 @@ public final class Soak {
     private long startNanos;
     private long lastCheckNanos;
     private long lastResponses;
+    /** The resident-memory limit the last check applied (committed then + the margin), for its CSV row. */
+    private long rssLimit;
 
     private Soak(Settings settings) {
         this.settings = settings;
@@ -520,6 +522,7 @@ public final class Soak {
         long requested = stats.requestedBytes();
         long reserved = stats.reservedBytes();
         long committed = stats.committedBytes();
+        rssLimit = committed + settings.rssMargin;
         if (!(requested <= reserved && reserved <= committed && committed <= settings.ceiling)) {
             found.add("requested <= reserved <= committed <= ceiling does not hold: " + requested + ", " + reserved + ", "
                     + committed + ", " + settings.ceiling);
@@ -569,7 +572,7 @@ public final class Soak {
                 platformThreads, virtualThreads, extraPools.opened(), leaks, pauseMillis, found.isEmpty() ? "OK" : "FAILED");
         csv.printf(Locale.ROOT, "%.1f,%.2f,%d,%d,%d,%d,%d,%d,%d,%d,%.1f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d%n",
                 seconds, seconds / 60, requested, reserved, committed, settings.ceiling, rss, beyond,
-                committed + settings.rssMargin, heapUsed, rate, http.failures(), refusals, source.refusals(),
+                rssLimit, heapUsed, rate, http.failures(), refusals, source.refusals(),
                 compaction.compactions(), compaction.bytesFreed(), compaction.movedBytes(), logCache.bytes(),
                 blockCache.bytes(), platformThreads, virtualThreads, extraPools.opened(), leaks, liveThreads, pauseMillis);
         csv.flush();
