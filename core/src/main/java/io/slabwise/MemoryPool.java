@@ -314,7 +314,7 @@ public final class MemoryPool implements AutoCloseable {
     public Shrinker setShrinker(String categoryName, Shrinker shrinker) {
         admission.checkOpen();
         Shrinker previous = pressure.set(category(categoryName), shrinker);
-        if (shrinker != null && pressureTask == null && pressure.active()) {
+        if (shrinker != null && pressureTask == null && pressure.active() && config.pressure().background()) {
             synchronized (pressure) {
                 if (pressureTask == null) {
                     pressureTask = new PressureTask(this).scheduleOn(config.scheduler(), config.pressure().checkPeriod());

@@ -169,7 +169,7 @@ final class Pressure {
      * another running returns.
      */
     void background(Compaction compaction) {
-        if (!active || registered.length == 0 || !ticking.compareAndSet(false, true)) {
+        if (!active || !config.background() || registered.length == 0 || !ticking.compareAndSet(false, true)) {
             return;
         }
         try {
@@ -272,10 +272,10 @@ final class Pressure {
         if ((own == null && !others) || maxBytes == 0) {
             return refusal;
         }
-        limitShrinks.incrementAndGet();
         long start = ticker.read();
         Round round = new Round(start + (mayWait ? config.atLimitTime() : config.inlineTime()).toNanos());
         long asked = 0;
+        boolean counted = false;
         try {
             while (asked < maxBytes) {
                 long ask = Math.min(lacking(attempt, category, requested, atQuota), maxBytes - asked);
@@ -284,11 +284,18 @@ final class Pressure {
                     long fromOwn = call(own, Math.min(ask, Math.min(reclaimable(own), aboveFloor(own))), atQuota ? QUOTA : CEILING);
                     round.freed += Math.max(0, fromOwn);
                     round.anyBusy |= fromOwn == Shrinker.BUSY;
+                    if (fromOwn != Shrinker.BUSY) {
+                        round.askedOfAnswering += ask;
+                    }
                 }
                 if (others && round.freed - freedBefore < ask && !round.pastDeadline(ticker)) {
                     spread(round, all, category, ask - (round.freed - freedBefore), CEILING);
                 }
                 asked += ask;
+                if (!counted && round.askedOfAnswering > 0) {
+                    counted = true; // an allocation that shrank: some shrinker looked at its entries for it
+                    limitShrinks.incrementAndGet();
+                }
                 boolean freedNothing = round.freed == freedBefore;
                 if (freedNothing && !round.anyBusy) {
                     return refusal; // nothing could go: the policy applies
@@ -299,7 +306,9 @@ final class Pressure {
                 }
                 int again = attempt.tryOnce(category, requested, out);
                 if (again == Attempt.DONE) {
-                    limitShrinksServed.incrementAndGet();
+                    if (counted) {
+                        limitShrinksServed.incrementAndGet();
+                    }
                     return Attempt.DONE;
                 }
                 if (again != refusal || freedNothing || round.pastDeadline(ticker)) {
@@ -308,8 +317,9 @@ final class Pressure {
             }
             return refusal;
         } finally {
-            long took = ticker.read() - start;
-            maxLimitShrinkNanos.accumulateAndGet(took, Math::max);
+            if (counted) {
+                maxLimitShrinkNanos.accumulateAndGet(ticker.read() - start, Math::max);
+            }
         }
     }
 
@@ -368,7 +378,7 @@ final class Pressure {
                 continue;
             }
             Registered r = candidates[i];
-            long share = Math.min(can[i], (long) Math.ceil(ask * (can[i] * r.weight / total)));
+            long share = Math.min(can[i], Math.max(1, (long) (ask * (can[i] * r.weight / total))));
             if (share <= 0) {
                 continue;
             }
@@ -437,10 +447,10 @@ final class Pressure {
         }
         Tally t = r.tally;
         t.calls.incrementAndGet();
-        t.asked.addAndGet(ask);
         if (answer == Shrinker.BUSY) {
-            t.busy.incrementAndGet();
+            t.busy.incrementAndGet(); // nothing was asked of it in the end: the asked bytes are what owners looked at
         } else {
+            t.asked.addAndGet(ask);
             t.freed.addAndGet(answer);
         }
         PoolEvents.endShrink(event, r.category.name(), cause, ask, Math.max(0, answer), outcome, limit.committed());

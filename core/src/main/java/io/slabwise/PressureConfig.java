@@ -48,6 +48,7 @@ public final class PressureConfig {
     private static final PressureConfig OFF = builder().off().build();
 
     private final boolean enabled;
+    private final boolean background;
     private final double highWatermark;
     private final double lowWatermark;
     private final Duration checkPeriod;
@@ -61,6 +62,7 @@ public final class PressureConfig {
 
     private PressureConfig(Builder b) {
         this.enabled = b.enabled;
+        this.background = b.background;
         this.highWatermark = b.highWatermark;
         this.lowWatermark = b.lowWatermark;
         this.checkPeriod = b.checkPeriod;
@@ -93,6 +95,11 @@ public final class PressureConfig {
         return enabled;
     }
 
+    /** Whether shrinkers are asked in the background above the high watermark, not only at the limits. */
+    public boolean background() {
+        return background;
+    }
+
     /** The high watermark, a fraction of the ceiling (and of each quota). */
     public double highWatermark() {
         return highWatermark;
@@ -113,7 +120,10 @@ public final class PressureConfig {
         return inlineBytes;
     }
 
-    /** The most time a thread that may not wait spends shrinking, per allocation (checked between shrinker calls). */
+    /**
+     * The most time a thread that may not wait spends shrinking, per
+     * allocation: checked between shrinker calls, so one slow call may pass it.
+     */
     public Duration inlineTime() {
         return inlineTime;
     }
@@ -158,7 +168,8 @@ public final class PressureConfig {
         if (!enabled) {
             return "PressureConfig{off}";
         }
-        return "PressureConfig{watermarks=" + highWatermark + '/' + lowWatermark + ", checkPeriod=" + checkPeriod
+        return "PressureConfig{watermarks=" + highWatermark + '/' + lowWatermark
+                + (background ? ", checkPeriod=" + checkPeriod : ", no background")
                 + ", inline=" + inlineBytes + " bytes in " + inlineTime + ", atLimit=" + atLimitBytes + " bytes in "
                 + atLimitTime + ", floors=" + floors + ", weights=" + weights + ", takesFromCaches=" + takesFromCaches + '}';
     }
@@ -166,6 +177,7 @@ public final class PressureConfig {
     /** Builds a {@link PressureConfig}; every setter validates its argument. */
     public static final class Builder {
         private boolean enabled = true;
+        private boolean background = true;
         private double highWatermark = 0.90;
         private double lowWatermark = 0.80;
         private Duration checkPeriod = Duration.ofMillis(100);
@@ -183,6 +195,15 @@ public final class PressureConfig {
         /** Turns pressure off: shrinkers are never asked. */
         public Builder off() {
             this.enabled = false;
+            return this;
+        }
+
+        /**
+         * Whether the pool asks shrinkers in the background above the high
+         * watermark (default yes); without, only allocations at a limit do.
+         */
+        public Builder background(boolean on) {
+            this.background = on;
             return this;
         }
 

@@ -12,7 +12,8 @@ import java.util.List;
  * @param highWatermarkCrossings times committed memory was found above the high watermark and the background shrinking began
  * @param backgroundRounds       background rounds that asked shrinkers for memory
  * @param backgroundGivenBack    committed bytes that fell during those rounds (the pool's own accounting, not the answers)
- * @param limitShrinks           allocations at the ceiling or a quota that asked shrinkers before the policy applied
+ * @param limitShrinks           allocations at the ceiling or a quota for which a shrinker looked at its entries
+ *                               (answered other than busy) before the policy applied
  * @param limitShrinksServed     of those, the ones served after shrinking (the others met the policy)
  * @param shrinkNanos            time spent in shrinker calls, every cause
  * @param maxLimitShrinkNanos    the longest time one allocation spent shrinking at a limit
@@ -35,7 +36,7 @@ public record PressureStats(long highWatermarkCrossings, long backgroundRounds, 
      *
      * @param name     the category
      * @param calls    calls of {@link Shrinker#shrink}
-     * @param asked    bytes asked for in those calls
+     * @param asked    bytes asked for in those calls, but for the ones answered busy
      * @param freed    bytes the shrinker answered it freed
      * @param busy     calls answered {@link Shrinker#BUSY}
      * @param failures calls that threw

@@ -286,6 +286,8 @@ class PressureTest {
                 assertThrows(MemoryLimitException.class, () -> pool.allocator("network").allocate(64 * 1024, a));
                 assertEquals(1, pool.pressureStats().category("log_cache").busy());
                 assertEquals(0, pool.pressureStats().category("log_cache").freed());
+                assertEquals(0, pool.pressureStats().category("log_cache").asked(), "a busy answer asks nothing");
+                assertEquals(0, pool.pressureStats().limitShrinks(), "no shrinker looked: no allocation shrank");
             } finally {
                 done.countDown();
                 holder.join();
@@ -397,10 +399,40 @@ class PressureTest {
     @Test
     void withoutACeilingOrWithPressureOffNoShrinkerIsEverAsked() {
         ManualTime time = new ManualTime();
-        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).ticker(time).scheduler(time).build())) {
+        // a chunk source of the application's own: the pool sets no ceiling for it (a built-in one may get the JVM's)
+        ChunkSource own = new ChunkSource() {
+            private final ChunkSource direct = ChunkSource.direct();
+
+            @Override
+            public NativeRegion allocate(int size) {
+                return direct.allocate(size);
+            }
+
+            @Override
+            public void release(NativeRegion region) {
+                direct.release(region);
+            }
+        };
+        try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).chunkSource(own).ticker(time)
+                .scheduler(time).build())) {
+            assertEquals(Long.MAX_VALUE, pool.maxMemory());
             int before = time.scheduled();
             pool.setShrinker("log_cache", new ShrinkingCache(pool, pool.allocator("log_cache")));
             assertEquals(before, time.scheduled(), "no ceiling: no background check");
+        }
+        try (MemoryPool pool = new MemoryPool(config(time).pressure(PressureConfig.builder().background(false).build())
+                .build())) {
+            int before = time.scheduled();
+            ShrinkingCache log = new ShrinkingCache(pool, pool.sequential("log_cache"));
+            fill(log, 16 * 1024);
+            pool.setShrinker("log_cache", log);
+            assertEquals(before, time.scheduled(), "no background: no check scheduled");
+            time.runScheduled();
+            assertEquals(0, log.asked.get(), "above the high watermark, nothing asked without an allocation");
+            Allocation a = new Allocation();
+            assertTrue(pool.allocator("network").allocate(64 * 1024, a), "at the limit it still shrinks");
+            pool.free(a);
+            log.clear();
         }
         try (MemoryPool pool = new MemoryPool(config(time).pressure(PressureConfig.off()).build())) {
             ShrinkingCache log = new ShrinkingCache(pool, pool.sequential("log_cache"));
