@@ -46,6 +46,17 @@ import java.util.function.LongSupplier;
  * fine for an example, not for a broker). A compaction that finds the lock
  * held (during a load, say) leaves the blocks where they are and counts a
  * {@linkplain #relocationsSkipped() skip}.
+ *
+ * <h2>Shrinking</h2>
+ * Made with a {@link CacheShrinker}, the cache gives memory back when the pool
+ * is under pressure: before a network burst is refused at the ceiling, or in
+ * the background above the high watermark, the shrinker takes the lock
+ * without waiting (so never during a load) and the cache drops its least
+ * recently used blocks, releasing each, until they held what the pool asked
+ * for. A reader holding a duplicate of a dropped block keeps reading it
+ * until it releases it; the next lookup of its key misses and loads it again.
+ * Such drops count in {@link #evictions()} and, apart, in
+ * {@link #shrinkEvictions()}.
  */
 public final class BlockCache implements AutoCloseable {
 
@@ -54,12 +65,36 @@ public final class BlockCache implements AutoCloseable {
     private final CacheRelocator relocator;
     /** This cache's side of the relocator; private, so that only the relocator can move its blocks. */
     private final CacheRelocator.Owner owner = this::relocate;
+    private final CacheShrinker shrinker;
+    /** This cache's side of the shrinker; private, so that only the shrinker can drop its blocks. */
+    private final CacheShrinker.Owner shrinkOwner = new CacheShrinker.Owner() {
+        @Override
+        public ReentrantLock lock() {
+            return lock;
+        }
+
+        @Override
+        public long bytes() {
+            return bytes;
+        }
+
+        @Override
+        public long dropColdest() {
+            if (entries.isEmpty()) {
+                return 0;
+            }
+            shrinkEvictions++;
+            return evictEldest();
+        }
+    };
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedHashMap<String, ByteBuf> entries = new LinkedHashMap<>(64, 0.75f, true);
-    private long bytes;
+    /** Written under the lock; volatile so that the shrinker reads it without the lock. */
+    private volatile long bytes;
     private long hits;
     private long misses;
     private long evictions;
+    private long shrinkEvictions;
     private long relocations;
     /** Counted without the lock: the compaction that counts it could not take it. */
     private final AtomicLong relocationsSkipped = new AtomicLong();
@@ -83,14 +118,41 @@ public final class BlockCache implements AutoCloseable {
      * @throws IllegalArgumentException when {@code maxBytes} is not positive, or the relocator is of another category
      */
     public BlockCache(BlockByteBufAllocator allocator, long maxBytes, CacheRelocator relocator) {
+        this(allocator, maxBytes, relocator, null);
+    }
+
+    /**
+     * A cache of at most {@code maxBytes} bytes of blocks that joins
+     * {@code relocator} and {@code shrinker} (both of its allocator's
+     * category, on the allocator that made {@code allocator}) until it is
+     * closed: compactions can move its blocks, and memory pressure makes it
+     * drop its least recently used ones. Either may be null: its blocks then
+     * never move, or leave only by its own bound and limits.
+     *
+     * @throws IllegalArgumentException when {@code maxBytes} is not positive, or the relocator or the shrinker
+     *                                  is of another category
+     */
+    public BlockCache(BlockByteBufAllocator allocator, long maxBytes, CacheRelocator relocator,
+                      CacheShrinker shrinker) {
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("maxBytes must be positive: " + maxBytes);
         }
         this.allocator = allocator;
         this.maxBytes = maxBytes;
         this.relocator = relocator;
+        this.shrinker = shrinker;
+        if (shrinker != null) {
+            shrinker.join(shrinkOwner, allocator.category()); // first: it checks the category, and holds nothing yet
+        }
         if (relocator != null) {
-            relocator.join(owner, allocator.category());
+            try {
+                relocator.join(owner, allocator.category());
+            } catch (RuntimeException e) {
+                if (shrinker != null) {
+                    shrinker.leave(shrinkOwner);
+                }
+                throw e;
+            }
         }
     }
 
@@ -158,7 +220,7 @@ public final class BlockCache implements AutoCloseable {
                 throw e;
             }
             entries.put(key, buf);
-            bytes += buf.capacity(); // what eviction takes off: more than size if the loader wrote past it
+            account(buf.capacity()); // what eviction takes off: more than size if the loader wrote past it
             return buf.retainedDuplicate();
         } finally {
             lock.unlock();
@@ -179,7 +241,7 @@ public final class BlockCache implements AutoCloseable {
             if (buf == null) {
                 return false;
             }
-            bytes -= buf.capacity();
+            account(-buf.capacity());
             buf.release();
             return true;
         } finally {
@@ -187,14 +249,24 @@ public final class BlockCache implements AutoCloseable {
         }
     }
 
-    /** Under the lock. */
-    private void evictEldest() {
+    /** Under the lock: evicts the least recently used block and returns its bytes. */
+    private long evictEldest() {
         Iterator<Map.Entry<String, ByteBuf>> eldest = entries.entrySet().iterator();
         ByteBuf buf = eldest.next().getValue();
         eldest.remove();
-        bytes -= buf.capacity();
+        int size = buf.capacity();
+        account(-size);
         evictions++;
         buf.release();
+        return size;
+    }
+
+    /** Under the lock: the cache's bytes changed by {@code delta}; so did the shrinker's count. */
+    private void account(long delta) {
+        bytes += delta; // one writer at a time: the lock's holder
+        if (shrinker != null) {
+            shrinker.changed(delta);
+        }
     }
 
     /**
@@ -254,9 +326,14 @@ public final class BlockCache implements AutoCloseable {
         return underLock(() -> misses);
     }
 
-    /** Blocks evicted so far (by loads and by {@link #close()}). */
+    /** Blocks evicted so far (by loads, by shrinking and by {@link #close()}). */
     public long evictions() {
         return underLock(() -> evictions);
+    }
+
+    /** Of the {@linkplain #evictions() evictions}, the blocks dropped because the pool asked the shrinker. */
+    public long shrinkEvictions() {
+        return underLock(() -> shrinkEvictions);
     }
 
     /** Blocks moved to new memory by compactions so far. */
@@ -290,8 +367,8 @@ public final class BlockCache implements AutoCloseable {
     }
 
     /**
-     * Releases every cached block and leaves the relocator; later loads fail,
-     * lookups miss. Closing twice does nothing.
+     * Releases every cached block and leaves the relocator and the shrinker;
+     * later loads fail, lookups miss. Closing twice does nothing.
      */
     @Override
     public void close() {
@@ -306,6 +383,9 @@ public final class BlockCache implements AutoCloseable {
         }
         if (relocator != null) {
             relocator.leave(owner);
+        }
+        if (shrinker != null) {
+            shrinker.leave(shrinkOwner);
         }
     }
 }

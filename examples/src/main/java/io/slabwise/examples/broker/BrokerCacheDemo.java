@@ -54,9 +54,22 @@ import java.util.concurrent.atomic.AtomicReference;
  * with malloc on glibc, committed bytes count whole groups and drop only when
  * a group empties; the chunks and blocks freed are room for the next ones.)
  *
- * <p>Last it closes the caches and checks that nothing is left live; it exits
- * with status 1 when something is (or a reader saw a wrong batch, or a
- * compaction changed one).
+ * <p>Then it closes the caches and checks that nothing is left live.
+ *
+ * <p>Last comes memory pressure ({@link NetworkBurst}), on a pool of its own
+ * with a 48 MiB ceiling: a burst of network buffers of a quarter, then half,
+ * of the ceiling arrives while a log cache and a block cache fill the pool.
+ * With a {@link CacheShrinker} per cache the burst is served and the caches
+ * shed about what it lacked; with fixed budgets (quotas 2 : 1 : 1 of six
+ * parts: log cache, block cache, network) the same burst is refused beyond
+ * the network's sixth. For each it prints the network bytes served and
+ * refused, the caches' bytes before and after, what they shed against what
+ * the burst needed, the hit rates before and after, and the pool's pressure
+ * lines.
+ *
+ * <p>It exits with status 1 when something was left live (or a reader saw a
+ * wrong batch, a compaction changed one, a burst was refused with shrinkers
+ * or served whole on fixed budgets).
  *
  * <p>Run with {@code mvn -q -B -pl examples exec:java
  * -Dexec.mainClass=io.slabwise.examples.broker.BrokerCacheDemo}.
@@ -103,10 +116,15 @@ public final class BrokerCacheDemo {
      * @param poolBefore      the pool before the compaction
      * @param poolAfter       and after
      * @param compaction      what the compaction did
+     * @param bursts          the pressure phase: each burst with shrinkers, then on fixed budgets
      */
     record Outcome(boolean succeeded, SequentialStats logBefore, SequentialStats logAfter, BlockStats blocksBefore,
-                   BlockStats blocksAfter, PoolStats poolBefore, PoolStats poolAfter, CompactionStats compaction) {
+                   BlockStats blocksAfter, PoolStats poolBefore, PoolStats poolAfter, CompactionStats compaction,
+                   List<NetworkBurst.Outcome> bursts) {
     }
+
+    /** The bursts of the pressure phase, as shares of the ceiling. */
+    static final double[] BURSTS = {0.25, 0.5};
 
     /** Runs as {@link #run} does and returns what it found. */
     static Outcome measure(int operations) throws InterruptedException {
@@ -213,8 +231,26 @@ public final class BrokerCacheDemo {
         if (!released) {
             System.out.println("memory left live after closing the caches");
         }
-        boolean succeeded = failure.get() == null && accountingMatches && intact && released;
-        return new Outcome(succeeded, logBefore, logAfter, blocksBefore, blocksAfter, poolBefore, poolAfter, compaction);
+        List<NetworkBurst.Outcome> bursts = new ArrayList<>();
+        boolean pressureHolds = true;
+        for (double share : BURSTS) {
+            System.out.printf(Locale.ROOT, "network burst of %s (%.0f%% of a %s ceiling) in 64 KiB buffers, caches full:%n",
+                    NetworkBurst.mib((long) (share * NetworkBurst.CEILING)), 100 * share, NetworkBurst.mib(NetworkBurst.CEILING));
+            for (boolean shrinkers : new boolean[] {true, false}) {
+                NetworkBurst.Outcome burst = NetworkBurst.run(shrinkers, share);
+                bursts.add(burst);
+                System.out.print(burst.describe());
+                System.out.print(burst.pressureReport());
+                pressureHolds &= burst.accountingExact() && burst.released()
+                        && (shrinkers ? burst.refused() == 0 : burst.refused() > 0);
+            }
+        }
+        if (!pressureHolds) {
+            System.out.println("a burst was not served with shrinkers, or not refused on fixed budgets, or memory was left live");
+        }
+        boolean succeeded = failure.get() == null && accountingMatches && intact && released && pressureHolds;
+        return new Outcome(succeeded, logBefore, logAfter, blocksBefore, blocksAfter, poolBefore, poolAfter, compaction,
+                bursts);
     }
 
     /**

@@ -44,6 +44,16 @@ import java.util.function.LongSupplier;
  * A compaction that finds the lock held (by another thread, or by its own
  * thread compacting inside an append at the pool's ceiling) leaves the
  * entries where they are and counts a {@linkplain #relocationsSkipped() skip}.
+ *
+ * <h2>Shrinking</h2>
+ * Made with a {@link CacheShrinker}, the cache gives memory back when the pool
+ * is under pressure: before a network burst is refused at the ceiling, or in
+ * the background above the high watermark, the shrinker takes the lock
+ * without waiting and the cache drops its oldest batches, releasing each, until
+ * they held what the pool asked for. A tail reader that had already read a
+ * dropped batch keeps its duplicate, readable until it releases it; later
+ * reads of that offset miss, as after any eviction. Such drops count in
+ * {@link #evictions()} and, apart, in {@link #shrinkEvictions()}.
  */
 public final class LogCache implements AutoCloseable {
 
@@ -52,13 +62,37 @@ public final class LogCache implements AutoCloseable {
     private final CacheRelocator relocator;
     /** This cache's side of the relocator; private, so that only the relocator can move its entries. */
     private final CacheRelocator.Owner owner = this::relocate;
+    private final CacheShrinker shrinker;
+    /** This cache's side of the shrinker; private, so that only the shrinker can drop its entries. */
+    private final CacheShrinker.Owner shrinkOwner = new CacheShrinker.Owner() {
+        @Override
+        public ReentrantLock lock() {
+            return lock;
+        }
+
+        @Override
+        public long bytes() {
+            return bytes;
+        }
+
+        @Override
+        public long dropColdest() {
+            if (entries.isEmpty()) {
+                return 0;
+            }
+            shrinkEvictions++;
+            return evictOldest();
+        }
+    };
     private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Entry> entries = new ArrayDeque<>();
     private final Map<Long, Entry> byOffset = new HashMap<>();
-    private long bytes;
+    /** Written under the lock; volatile so that the shrinker reads it without the lock. */
+    private volatile long bytes;
     private long hits;
     private long misses;
     private long evictions;
+    private long shrinkEvictions;
     private long relocations;
     /** Counted without the lock: the compaction that counts it could not take it. */
     private final AtomicLong relocationsSkipped = new AtomicLong();
@@ -93,14 +127,41 @@ public final class LogCache implements AutoCloseable {
      * @throws IllegalArgumentException when {@code maxBytes} is not positive, or the relocator is of another category
      */
     public LogCache(SequentialByteBufAllocator allocator, long maxBytes, CacheRelocator relocator) {
+        this(allocator, maxBytes, relocator, null);
+    }
+
+    /**
+     * A cache of at most {@code maxBytes} bytes of batches that joins
+     * {@code relocator} and {@code shrinker} (both of its allocator's
+     * category, on the allocator that made {@code allocator}) until it is
+     * closed: compactions can move its batches, and memory pressure makes it
+     * drop its oldest ones. Either may be null: its batches then never move,
+     * or leave only by its own bound and limits.
+     *
+     * @throws IllegalArgumentException when {@code maxBytes} is not positive, or the relocator or the shrinker
+     *                                  is of another category
+     */
+    public LogCache(SequentialByteBufAllocator allocator, long maxBytes, CacheRelocator relocator,
+                    CacheShrinker shrinker) {
         if (maxBytes <= 0) {
             throw new IllegalArgumentException("maxBytes must be positive: " + maxBytes);
         }
         this.allocator = allocator;
         this.maxBytes = maxBytes;
         this.relocator = relocator;
+        this.shrinker = shrinker;
+        if (shrinker != null) {
+            shrinker.join(shrinkOwner, allocator.category()); // first: it checks the category, and holds nothing yet
+        }
         if (relocator != null) {
-            relocator.join(owner, allocator.category());
+            try {
+                relocator.join(owner, allocator.category());
+            } catch (RuntimeException e) {
+                if (shrinker != null) {
+                    shrinker.leave(shrinkOwner);
+                }
+                throw e;
+            }
         }
     }
 
@@ -151,7 +212,7 @@ public final class LogCache implements AutoCloseable {
             Entry entry = new Entry(offset, copy);
             entries.addLast(entry);
             byOffset.put(offset, entry);
-            bytes += size;
+            account(size);
             return true;
         } finally {
             lock.unlock();
@@ -177,13 +238,23 @@ public final class LogCache implements AutoCloseable {
         }
     }
 
-    /** Under the lock. */
-    private void evictOldest() {
+    /** Under the lock: evicts the oldest batch and returns its bytes. */
+    private long evictOldest() {
         Entry oldest = entries.pollFirst();
         byOffset.remove(oldest.offset);
-        bytes -= oldest.buffer.readableBytes();
+        int size = oldest.buffer.readableBytes();
+        account(-size);
         evictions++;
         oldest.buffer.release();
+        return size;
+    }
+
+    /** Under the lock: the cache's bytes changed by {@code delta}; so did the shrinker's count. */
+    private void account(long delta) {
+        bytes += delta; // one writer at a time: the lock's holder
+        if (shrinker != null) {
+            shrinker.changed(delta);
+        }
     }
 
     /**
@@ -242,9 +313,14 @@ public final class LogCache implements AutoCloseable {
         return underLock(() -> misses);
     }
 
-    /** Batches evicted so far (by appends and by {@link #close()}). */
+    /** Batches evicted so far (by appends, by shrinking and by {@link #close()}). */
     public long evictions() {
         return underLock(() -> evictions);
+    }
+
+    /** Of the {@linkplain #evictions() evictions}, the batches dropped because the pool asked the shrinker. */
+    public long shrinkEvictions() {
+        return underLock(() -> shrinkEvictions);
     }
 
     /** Batches moved to new memory by compactions so far. */
@@ -278,8 +354,8 @@ public final class LogCache implements AutoCloseable {
     }
 
     /**
-     * Releases every cached batch and leaves the relocator; later appends
-     * fail, reads miss. Closing twice does nothing.
+     * Releases every cached batch and leaves the relocator and the shrinker;
+     * later appends fail, reads miss. Closing twice does nothing.
      */
     @Override
     public void close() {
@@ -294,6 +370,9 @@ public final class LogCache implements AutoCloseable {
         }
         if (relocator != null) {
             relocator.leave(owner);
+        }
+        if (shrinker != null) {
+            shrinker.leave(shrinkOwner);
         }
     }
 }
