@@ -186,6 +186,56 @@ class LogCacheRelocationTest {
         assertEquals(0, allocator.stats().category(CATEGORY).liveBuffers());
     }
 
+    /**
+     * A buffer reports its memory address (where Netty's own do), so native
+     * code (OpenSSL, a native transport) may write through it. A move never
+     * frees memory something still holds: native code that took the address
+     * before a compaction moved the entry, and writes through it after, writes
+     * into the old copy, which stays the holder's until it releases it and is
+     * never another buffer's memory meanwhile. The cache serves the copy, with
+     * its bytes as they were; every other batch is untouched. (The owner moves
+     * only entries nothing is writing; the log cache's batches are written once,
+     * before they are appended.)
+     */
+    @Test
+    void aNativeWriteThroughAnAddressTakenBeforeAMoveLandsInMemoryNoOtherBufferHas() {
+        LogCache hot = new LogCache(sequential, 256 * 1024, relocator);
+        LogCache cold = new LogCache(sequential, 1 << 20, relocator);
+        interleave(hot, cold, 1000);
+        hot.close();
+        ByteBuf held = cold.read(0); // a native reader-writer retains the buffer and keeps its address
+        int heldSize = held.readableBytes();
+        boolean nativeWrite = held.hasMemoryAddress() && io.netty.util.internal.PlatformDependent.hasUnsafe();
+        long address = held.hasMemoryAddress() ? held.memoryAddress() + held.readerIndex() : 0;
+
+        CompactionStats done = allocator.compact();
+        assertEquals(1, done.heldByReaders(), done::toString);
+
+        if (nativeWrite) { // what native code does with an address: a raw store, no Java bounds check
+            io.netty.util.internal.PlatformDependent.setMemory(address, heldSize, (byte) 0x5A);
+        } else { // no raw stores on this JVM (JDK 22+ without Unsafe): the same bytes through the held buffer
+            System.out.println("no Unsafe here: the write goes through the held buffer instead of its address");
+            for (int i = 0; i < heldSize; i++) {
+                held.setByte(held.readerIndex() + i, 0x5A);
+            }
+        }
+        for (int i = 0; i < heldSize; i++) {
+            assertEquals((byte) 0x5A, held.getByte(held.readerIndex() + i), "the write landed in the held copy");
+        }
+        ByteBuf copy = cold.read(0);
+        verify(copy, COLD, 0); // the cache's copy kept its bytes
+        copy.release();
+        assertEquals(100, verifyAll(cold, COLD), "no other batch was written");
+        assertEquals(1, logStats().pinnedChunks(), "the old chunk stays while the writer holds its memory");
+
+        held.release();
+
+        assertEquals(0, logStats().pinnedChunks(), logStats()::toString);
+        assertEquals(100, verifyAll(cold, COLD));
+        cold.close();
+        assertEquals(0, allocator.stats().category(CATEGORY).liveBuffers());
+    }
+
     /** A heap batch whose first {@code readableBytes()} runs a hook: append calls it under the cache's lock. */
     private static final class HookedBatch extends UnpooledHeapByteBuf {
         private final Runnable hook;
