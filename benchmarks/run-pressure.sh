@@ -13,8 +13,8 @@
 # metric's usedDirectMemory) against the ceiling, peak JVM direct memory and RSS. The table gives the median and
 # [min-max] over the rounds; round r runs seed r (the memory figures of one seed repeat exactly, the times do not).
 # Usage: benchmarks/run-pressure.sh [quick|full] [rounds]
-#   quick: a 256 MiB ceiling, phases of 500 steps, 1 round (CI's smoke run: about 20 s)
-#   full:  a 1,536 MiB ceiling, phases of 2,000 steps, 3 rounds (about 2 minutes a round)
+#   quick: a 256 MiB ceiling, phases of 500 steps, 1 round (CI's smoke run: 20-30 s, 5 s of CPU)
+#   full:  a 1,536 MiB ceiling, phases of 2,000 steps, 3 rounds (1.5-5 minutes a round)
 # Exits with status 1 when Slabwise with shrinkers refused a network allocation, or a JVM failed.
 # Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); CEILING_MIB; CONFIGS (default
 # "shrinkers budgets pooled adaptive"); DIRECT_CAP_MIB (-XX:MaxDirectMemorySize, default 4 x ceiling + 1 GiB: an

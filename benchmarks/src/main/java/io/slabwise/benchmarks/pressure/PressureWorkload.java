@@ -371,13 +371,15 @@ public final class PressureWorkload {
             .filter(b -> b.getName().equals("direct")).findFirst().orElse(null);
 
     /**
-     * The JVM's direct memory: its direct buffers ({@code BufferPoolMXBean}
-     * "direct") and what Netty took without a cleaner
-     * ({@code PlatformDependent.usedDirectMemory()}, -1 when it does not count).
+     * The JVM's direct memory: the larger of its direct buffers
+     * ({@code BufferPoolMXBean} "direct") and Netty's own count
+     * ({@code PlatformDependent.usedDirectMemory()}, -1 when it does not
+     * count). Netty 4.2 counts buffers the JVM counts too, so the two are not
+     * added.
      */
     static long jvmDirectBytes() {
         long buffers = DIRECT == null ? 0 : DIRECT.getMemoryUsed();
-        return buffers + Math.max(0, PlatformDependent.usedDirectMemory());
+        return Math.max(buffers, PlatformDependent.usedDirectMemory());
     }
 
     /** The process's peak resident bytes ({@code VmHWM}), -1 where it cannot be read: a JVM's, so one run per JVM. */
