@@ -3,6 +3,7 @@ package io.slabwise.benchmarks.pressure;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.slabwise.LimitPolicy;
+import io.slabwise.MemoryLimitException;
 import io.slabwise.PressureConfig;
 import io.slabwise.benchmarks.AllocatorKind;
 import io.slabwise.benchmarks.FastThreadLocalExecutor;
@@ -58,7 +59,7 @@ import java.util.concurrent.TimeUnit;
  * ({@code trim()}) and refill the log cache until the pool's committed bytes
  * are within a chunk of their target, so every timed allocation starts from
  * the same state; the teardown prints how many allocations shrank per
- * invocation. {@code -prof gc}'s bytes per operation count the refill's
+ * invocation and how many were refused (timed and counted, not thrown). {@code -prof gc}'s bytes per operation count the refill's
  * buffers too (64 records per shrinking invocation).
  */
 @State(Scope.Thread)
@@ -90,6 +91,7 @@ public class PressureAllocationBenchmark {
     private long fillTo;
     private long invocations;
     private long shrinksBefore;
+    private long refused;
 
     /** Makes the allocator and, for the ceiling cases, the full cache. */
     @Setup(Level.Trial)
@@ -138,10 +140,16 @@ public class PressureAllocationBenchmark {
         }
     }
 
-    /** Allocates and releases one network buffer. */
+    /** Allocates and releases one network buffer; a refusal is counted (and timed), and the teardown prints the count. */
     @Benchmark
     public int allocateRelease() {
-        ByteBuf buf = network.directBuffer(size);
+        ByteBuf buf;
+        try {
+            buf = network.directBuffer(size);
+        } catch (MemoryLimitException e) {
+            refused++;
+            return 0;
+        }
         int capacity = buf.capacity();
         buf.release();
         return capacity;
@@ -152,8 +160,8 @@ public class PressureAllocationBenchmark {
     public void tearDown() {
         if (slabwise != null) {
             long served = slabwise.pool().pressureStats().limitShrinksServed() - shrinksBefore;
-            System.out.printf("%n%s: %d allocations served after shrinking in %d invocations (%.3f each); %s%n",
-                    allocator, served, invocations, served / (double) Math.max(1, invocations),
+            System.out.printf("%n%s: %d allocations served after shrinking in %d invocations (%.3f each), %d refused; %s%n",
+                    allocator, served, invocations, served / (double) Math.max(1, invocations), refused,
                     slabwise.pool().pressureStats());
             log.clear();
             slabwise.close();
