@@ -1,6 +1,8 @@
 /**
  * Slabwise inside the Netty frameworks people run: Reactor Netty's HTTP
  * server and client ({@link io.slabwise.examples.integrations.ReactorNettyHttpExample}),
+ * Spring WebFlux on the Reactor Netty server Spring Boot builds, with a
+ * {@code WebClient} ({@link io.slabwise.examples.integrations.WebFluxExample}),
  * gRPC over grpc-netty ({@link io.slabwise.examples.integrations.GrpcExample})
  * and TLS through the JDK's {@code SSLEngine} or netty-tcnative's BoringSSL
  * ({@link io.slabwise.examples.integrations.TlsEchoExample}).
