@@ -2,8 +2,9 @@
 # The memory-pressure table: a log cache (FIFO, 1 KiB-256 KiB records) and a block cache (LRU, 1 MiB blocks) fill
 # an allocator while readers hit them on seeded key distributions, then network buffers burst to 25% and to 50% of
 # the ceiling, each held a while, and drop (io.slabwise.benchmarks.pressure.PressureWorkload; time in steps, see its
-# javadoc). Four configurations, each in a JVM of its own per round, in reverse order every other round:
+# javadoc). Five configurations, each in a JVM of its own per round, in reverse order every other round:
 #   shrinkers: Slabwise with a ceiling and the default PressureConfig, both caches registered as shrinkers
+#   limitonly: the same with PressureConfig.background(false): only allocations at the ceiling ask the caches
 #   budgets:   Slabwise with fixed quotas (log cache 2/6, block cache 1/6, network 1/6 of the ceiling), no shrinkers
 #   pooled, adaptive: Netty's allocators, bounded only by the caches' own budgets (those of shrinkers: 2/3 and 1/3
 #              of the ceiling); the ceiling is read as the container's limit against their peak direct memory
@@ -15,9 +16,9 @@
 # Usage: benchmarks/run-pressure.sh [quick|full] [rounds]
 #   quick: a 256 MiB ceiling, phases of 500 steps, 1 round (CI's smoke run: 20-30 s, 5 s of CPU)
 #   full:  a 1,536 MiB ceiling, phases of 2,000 steps, 3 rounds (1.5-5 minutes a round)
-# Exits with status 1 when Slabwise with shrinkers refused a network allocation, or a JVM failed.
+# Exits with status 1 when Slabwise with shrinkers (either kind) refused a network allocation, or a JVM failed.
 # Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); CEILING_MIB; CONFIGS (default
-# "shrinkers budgets pooled adaptive"); DIRECT_CAP_MIB (-XX:MaxDirectMemorySize, default 4 x ceiling + 1 GiB: an
+# "shrinkers limitonly budgets pooled adaptive"); DIRECT_CAP_MIB (-XX:MaxDirectMemorySize, default 4 x ceiling + 1 GiB: an
 # allocator that passes it ends its run with an OutOfMemoryError, reported); OUT (default: a new folder under
 # benchmarks/target/pressure).
 set -euo pipefail
@@ -30,7 +31,7 @@ case $mode in
   full) ceiling=${CEILING_MIB:-1536}; rounds=${2:-3}; flags=() ;;
   *) echo "usage: $0 [quick|full] [rounds]" >&2; exit 2 ;;
 esac
-configs=${CONFIGS:-shrinkers budgets pooled adaptive}
+configs=${CONFIGS:-shrinkers limitonly budgets pooled adaptive}
 cap=${DIRECT_CAP_MIB:-$((4 * ceiling + 1024))}
 out=${OUT:-benchmarks/target/pressure/$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
@@ -59,7 +60,7 @@ for ((round = 1; round <= rounds; round++)); do
       echo "FAILED: round $round, $config (see $out/round$round-$config.log):" >&2
       tail -5 "$out/round$round-$config.log" >&2
     fi
-    grep -E '^(slabwise|pooled|adaptive)' "$out/round$round-$config.log" | grep -v '^slabwise-[a-z]*: Pressure' || true
+    grep -E '^(slabwise|pooled|adaptive)' "$out/round$round-$config.log" | grep -v '^slabwise-[a-z-]*: Pressure' || true
   done
 done
 echo "finished at load $(load1), $(($(date +%s) - start)) s"

@@ -198,7 +198,7 @@ final class Pressure {
             }
             rounds.incrementAndGet();
             Round round = new Round(ticker.read() + config.atLimitTime().toNanos());
-            spread(round, registered, null, ask, BACKGROUND);
+            spread(round, registered, null, ask, BACKGROUND, true);
             episodeLeft -= round.askedOfAnswering;
             idle.reclaimAll(false); // blocks and sequential chunks the shrinkers emptied go back
             if (round.freed > 0 && compaction.hasRelocators()) {
@@ -246,7 +246,10 @@ final class Pressure {
      * quota) meets its policy: asks shrinkers for what it lacks, gives back
      * what they emptied ({@code reclaimForCeiling}, at the ceiling) and tries
      * again, round after round, while rounds free something and the bounds
-     * allow. At a quota only the category's own shrinker is asked; at the
+     * allow: the bytes bound caps what all rounds ask together, the time
+     * bound is checked after each round (the first one always runs whole,
+     * asking each cache once), so a thread descheduled on a loaded machine
+     * still asks before it is refused. At a quota only the category's own shrinker is asked; at the
      * ceiling its own first, then, for a category that takes from caches, the
      * others. {@code mayWait} picks the bounds: false for a thread that may
      * not wait, which shrinks inline within {@link PressureConfig#inlineBytes()}.
@@ -288,8 +291,9 @@ final class Pressure {
                         round.askedOfAnswering += ask;
                     }
                 }
-                if (others && round.freed - freedBefore < ask && !round.pastDeadline(ticker)) {
-                    spread(round, all, category, ask - (round.freed - freedBefore), CEILING);
+                if (others && round.freed - freedBefore < ask) {
+                    // every round asks each cache once: the time bound applies between rounds, never before the first
+                    spread(round, all, category, ask - (round.freed - freedBefore), CEILING, false);
                 }
                 asked += ask;
                 if (!counted && round.askedOfAnswering > 0) {
@@ -357,10 +361,10 @@ final class Pressure {
     /**
      * Spreads {@code ask} over the shrinkers in {@code candidates} but
      * {@code except}, by what each could free (within its floor) times its
-     * weight, never asking one for more than that; stops at the round's
-     * deadline.
+     * weight, never asking one for more than that; with {@code timed}, stops
+     * at the round's deadline.
      */
-    private void spread(Round round, Registered[] candidates, Category except, long ask, String cause) {
+    private void spread(Round round, Registered[] candidates, Category except, long ask, String cause, boolean timed) {
         long[] can = new long[candidates.length];
         double total = 0;
         for (int i = 0; i < candidates.length; i++) {
@@ -389,7 +393,7 @@ final class Pressure {
                 round.askedOfAnswering += share;
                 round.freed += answer;
             }
-            if (round.pastDeadline(ticker)) {
+            if (timed && round.pastDeadline(ticker)) {
                 return;
             }
         }

@@ -75,7 +75,7 @@ public final class PressureConfig {
         this.takesFromCaches = Map.copyOf(b.takesFromCaches);
     }
 
-    /** The defaults: watermarks at 90% and 80%, checked every 100 ms; inline 4 MiB in 200 µs; 64 MiB in 20 ms. */
+    /** The defaults: watermarks at 90% and 80%, checked every 100 ms; inline 16 MiB in 1 ms; 64 MiB in 20 ms. */
     public static PressureConfig defaults() {
         return DEFAULTS;
     }
@@ -181,8 +181,8 @@ public final class PressureConfig {
         private double highWatermark = 0.90;
         private double lowWatermark = 0.80;
         private Duration checkPeriod = Duration.ofMillis(100);
-        private long inlineBytes = 4L * 1024 * 1024;
-        private Duration inlineTime = Duration.ofNanos(200_000);
+        private long inlineBytes = 16L * 1024 * 1024;
+        private Duration inlineTime = Duration.ofMillis(1);
         private long atLimitBytes = 64L * 1024 * 1024;
         private Duration atLimitTime = Duration.ofMillis(20);
         private final Map<String, Long> floors = new LinkedHashMap<>();
@@ -234,9 +234,12 @@ public final class PressureConfig {
 
         /**
          * The bounds of shrinking inline, on a thread that may not wait (an
-         * event loop): at most {@code bytes} asked and, between shrinker
-         * calls, at most {@code time} spent per allocation. 0 bytes: such
-         * threads never shrink.
+         * event loop): at most {@code bytes} asked and, checked after each
+         * round of asking, at most {@code time} spent per allocation (default
+         * 16 MiB, 1 ms). 0 bytes: such threads never shrink. Memory comes
+         * back a chunk at a time, and entries dropped from a cache empty a
+         * chunk only when all of it goes: keep {@code bytes} at two chunks or
+         * more, or an allocation may free entries and still be refused.
          */
         public Builder inline(long bytes, Duration time) {
             this.inlineBytes = nonNegative("inline bytes", bytes);

@@ -39,6 +39,8 @@ import io.slabwise.netty.SlabwiseAllocator;
 enum PressureSetup {
     /** (a) Slabwise with shrinkers, default pressure settings. */
     shrinkers("slabwise-shrinkers"),
+    /** (a') Slabwise with shrinkers asked only by allocations at the ceiling: no background, no headroom kept. */
+    limitonly("slabwise-limit-only"),
     /** (b) Slabwise with fixed quotas, no shrinkers. */
     budgets("slabwise-budgets"),
     /** (c) Netty's pooled allocator, no ceiling. */
@@ -68,12 +70,13 @@ enum PressureSetup {
                 return s;
             }
         }
-        throw new IllegalArgumentException("unknown configuration '" + name + "': use shrinkers, budgets, pooled or adaptive");
+        throw new IllegalArgumentException("unknown configuration '" + name
+                + "': use shrinkers, limitonly, budgets, pooled or adaptive");
     }
 
     /** Whether the allocator has the ceiling. */
     boolean bounded() {
-        return this == shrinkers || this == budgets;
+        return this == shrinkers || this == limitonly || this == budgets;
     }
 
     /** The log cache's byte budget. */
@@ -147,6 +150,9 @@ enum PressureSetup {
             if (setup == budgets) {
                 builder.pressure(PressureConfig.off()).quota(LOG_CACHE, setup.logBudget(ceiling))
                         .quota(BLOCK_CACHE, setup.blockBudget(ceiling)).quota(NETWORK, ceiling / 6);
+            } else if (setup == limitonly) {
+                builder.pressure(PressureConfig.builder().background(false)
+                        .inline(pressure.inlineBytes(), pressure.inlineTime()).build());
             } else {
                 builder.pressure(pressure);
             }
@@ -178,7 +184,7 @@ enum PressureSetup {
 
         @Override
         public void register(LogCache logCache, BlockCache blockCache) {
-            if (setup == shrinkers) {
+            if (setup == shrinkers || setup == limitonly) {
                 allocator.setShrinker(LOG_CACHE, logCache);
                 allocator.setShrinker(BLOCK_CACHE, blockCache);
             }

@@ -109,10 +109,10 @@ public final class PressureWorkload {
                 "inline-kib", "inline-micros"),
                 Set.of("quick", "help"));
         if (o.containsKey("help")) {
-            System.out.println("PressureWorkload [--quick] [--ceiling-mib 1536] [--configs shrinkers,budgets,pooled,adaptive]"
+            System.out.println("PressureWorkload [--quick] [--ceiling-mib 1536] [--configs shrinkers,limitonly,budgets,pooled,adaptive]"
                     + " [--seed 1] [--appends 4] [--log-reads 8] [--block-reads 4] [--phase-steps 2000 (quick 500)]"
                     + " [--ramp-steps 100] [--churn 8] [--window 200] [--recovery-steps 20000] [--csv FILE] [--out FILE]"
-                    + " [--inline-kib 4096] [--inline-micros 200]");
+                    + " [--inline-kib 16384] [--inline-micros 1000]");
             return;
         }
         boolean quick = o.containsKey("quick");
@@ -136,7 +136,7 @@ public final class PressureWorkload {
                                 Long.toString(defaults.inlineTime().toNanos() / 1000))))).build()
                 : defaults;
         List<PressureSetup> setups = new ArrayList<>();
-        for (String name : o.getOrDefault("configs", "shrinkers,budgets,pooled,adaptive").split(",")) {
+        for (String name : o.getOrDefault("configs", "shrinkers,limitonly,budgets,pooled,adaptive").split(",")) {
             setups.add(PressureSetup.of(name.trim()));
         }
         System.out.printf("java %s, netty %s, ceiling %d MiB, seed %d; a step: %d appends, %d log reads, %d block reads;"
@@ -164,8 +164,8 @@ public final class PressureWorkload {
             Files.writeString(csv, rows, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         }
         for (Result r : results) {
-            if (r.setup == PressureSetup.shrinkers && r.refused > 0) {
-                System.out.println("FAILED: Slabwise with shrinkers refused " + r.refused + " network allocations");
+            if ((r.setup == PressureSetup.shrinkers || r.setup == PressureSetup.limitonly) && r.refused > 0) {
+                System.out.println("FAILED: " + r.setup.label() + " refused " + r.refused + " network allocations");
                 System.exit(1);
             }
         }

@@ -136,7 +136,7 @@ final class Result {
                     .append(String.format(Locale.ROOT, "%.2f", r.peakCommitted / (double) r.ceiling)).append(')')
                     .append(" | ").append(f0(r.peakJvmDirect / MiB)).append(", ")
                     .append(r.peakResident < 0 ? "-" : f0(r.peakResident / MiB))
-                    .append(" | ").append(r.setup == PressureSetup.shrinkers ? f0(r.logShed / MiB) + " / "
+                    .append(" | ").append(r.setup == PressureSetup.shrinkers || r.setup == PressureSetup.limitonly ? f0(r.logShed / MiB) + " / "
                             + f0(r.blockShed / MiB) : "-")
                     .append(" | ").append(f1(r.seconds)).append(" |\n");
         }
