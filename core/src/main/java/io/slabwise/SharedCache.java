@@ -148,12 +148,6 @@ final class SharedCache extends ThreadCache {
         allocatePastStacks(target, category, requested, sizeIndex, reserved, out, false);
     }
 
-    /** Virtual threads choose among the arenas in use: another may come into use as this one grows. */
-    @Override
-    void afterGrowth() {
-        caches.countArenasInUse();
-    }
-
     /** Never: virtual threads are not bound to arenas, and the shared cache stays with its own. */
     @Override
     void moveIfCrowded() {

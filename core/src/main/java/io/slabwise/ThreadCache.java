@@ -79,7 +79,10 @@ class ThreadCache {
     /** The stacks of a dead thread's cache, which caches nothing more (see {@link #retire}). */
     private static final ClassStack[] NO_STACKS = new ClassStack[0];
 
-    /** The pool's thread caches, for reclaiming dead threads' caches when the arena grows. */
+    /**
+     * The pool's thread caches: told when this cache's arena grew, asked where
+     * a crowded cache moves, and the pool's idle dedicated regions.
+     */
     final ThreadCaches caches;
     /** Whether callers wait for memory: refills then take a single allocation. */
     private final MemoryLimit limit;
@@ -273,17 +276,11 @@ class ThreadCache {
         }
     }
 
+    /** After an allocation from this cache's arena: if the arena grew, the pool's caches decide what follows. */
     private void afterArenaAllocation() {
-        if (arena.grew) {
-            arena.grew = false;
-            caches.reclaimDeadOnGrowth();
-            afterGrowth();
+        if (arena.takeGrowth()) {
+            caches.arenaGrew(this);
         }
-    }
-
-    /** What this cache does when its arena took a new chunk, after dead caches were looked for: move if crowded. */
-    void afterGrowth() {
-        moveIfCrowded();
     }
 
     /**

@@ -214,11 +214,26 @@ final class ThreadCaches {
     }
 
     /**
-     * Takes another arena into use if the arenas now hold enough (see
-     * {@link #arenasInUse}); for a shared cache whose arena grew, since
-     * virtual threads are never bound.
+     * What follows when {@code cache}'s arena took a new chunk, seen by the
+     * cache after it allocated from that arena ({@link Arena#takeGrowth()}):
+     * dead threads' caches are looked for ({@link #reclaimDeadOnGrowth()});
+     * then a thread's own cache moves to a less crowded arena if its arena is
+     * crowded ({@link ThreadCache#moveIfCrowded()}), and for a shared cache,
+     * since virtual threads are never bound, another arena comes into use if
+     * the arenas now hold enough. The cache's owner, or the shared cache's
+     * user.
      */
-    void countArenasInUse() {
+    void arenaGrew(ThreadCache cache) {
+        reclaimDeadOnGrowth();
+        if (cache instanceof SharedCache) {
+            countArenasInUse(); // virtual threads choose among the arenas in use
+        } else {
+            cache.moveIfCrowded();
+        }
+    }
+
+    /** Takes another arena into use if the arenas now hold enough (see {@link #arenasInUse}). */
+    private void countArenasInUse() {
         if (arenasInUse < arenas.length) {
             synchronized (registryLock) {
                 leastBoundInUse();
@@ -358,7 +373,7 @@ final class ThreadCaches {
      * however many threads there are. The decay thread looks about once a
      * second whatever happens.
      */
-    void reclaimDeadOnGrowth() {
+    private void reclaimDeadOnGrowth() {
         if (growthsSinceReclaim.incrementAndGet() >= live.length) {
             growthsSinceReclaim.set(0);
             tryReclaimDead();
