@@ -12,8 +12,8 @@ import org.openjdk.jcstress.infra.results.IIII_Result;
 
 /**
  * Blank holders that other threads give back to the cache that made them
- * ({@link ThreadCache#returnHolder}, a compare-and-set push) while its owner
- * takes them ({@link ThreadCache#takeReturned}, the whole stack at once with
+ * ({@link HolderStash#returnHolder}, a compare-and-set push) while its owner
+ * takes them ({@link HolderStash#takeReturned}, the whole stack at once with
  * a get-and-set): no holder is lost or handed out twice, the owner sees what
  * it pushed itself, and a taken holder's link is cleared.
  *
@@ -43,13 +43,13 @@ public class ReturnedHoldersTest {
     /** A thread that released a buffer of the cache's gives its holder back. */
     @Actor
     public void release() {
-        cache.returnHolder(a);
+        cache.stash.returnHolder(a);
     }
 
     /** The owner: a holder comes back, then it takes two for its next allocations. */
     @Actor
     public void owner(IIII_Result r) {
-        cache.returnHolder(b);
+        cache.stash.returnHolder(b);
         r.r3 = take() + take();
     }
 
@@ -65,7 +65,7 @@ public class ReturnedHoldersTest {
     }
 
     private int take() {
-        Allocation holder = cache.takeReturned();
+        Allocation holder = cache.stash.takeReturned();
         if (holder == null) {
             return 0;
         }

@@ -20,7 +20,7 @@ import org.openjdk.jcstress.infra.results.JJ_Result;
  * must see the first one's plain counts before adding to them, and a count
  * made past a taken lock must not touch the array the holder writes.
  *
- * <p>The counting is {@link ThreadCache#countAllocation}'s, as a shared
+ * <p>The counting is {@link SharedCache#countAllocation}'s, as a shared
  * cache's dedicated regions and carved slices are counted.
  * Each actor counts two allocations, of 1 and 2 bytes (actor 1) and of 4
  * and 8 bytes (actor 2), so every interleaving of lock, fallback and handoff
@@ -33,7 +33,7 @@ import org.openjdk.jcstress.infra.results.JJ_Result;
 public class SharedCacheCountsTest {
 
     private final MemoryPool pool = TestPools.newPool(new CountingChunkSource(), 1);
-    private final ThreadCache shared = pool.threadCaches.shared(0);
+    private final SharedCache shared = pool.threadCaches.shared(0);
 
     /** Counts 1 and 2 bytes. */
     @Actor

@@ -16,8 +16,8 @@ import org.openjdk.jcstress.infra.results.I_Result;
  * thread holds the cache's lock is never lost: once both are done, the
  * cache is empty.
  *
- * <p>The race: the holder, letting go of the lock ({@link ThreadCache#unlockShared}),
- * answers a flush request it reads, and the asker ({@link ThreadCache#flushShared})
+ * <p>The race: the holder, letting go of the lock ({@link SharedCache#unlockShared}),
+ * answers a flush request it reads, and the asker ({@link SharedCache#flushShared})
  * flushes itself if it gets the lock, or sets the request. A holder that read
  * no request just before the asker set it, and let go of the lock just after
  * the asker found it taken, would leave the request to the cache's next
@@ -43,8 +43,8 @@ public class SharedFlushRequestTest {
             .arenas(1)
             .scheduler((task, period) -> () -> { })
             .build());
-    private final ThreadCache cache = TestPools.onSetupThread(() -> {
-        ThreadCache shared = pool.threadCaches.shared(0);
+    private final SharedCache cache = TestPools.onSetupThread(() -> {
+        SharedCache shared = pool.threadCaches.shared(0);
         Allocation a = new Allocation();
         shared.allocate(pool.defaultCategory(), REQUESTED, SizeClasses.indexOf(REQUESTED),
                 pool.reservedSizeFor(REQUESTED), a);

@@ -16,7 +16,7 @@ import org.openjdk.jcstress.infra.results.II_Result;
  * whichever comes first, and none stays behind in the shared cache's stacks.
  *
  * <p>The race: the release checks that the pool is open and caches the
- * memory under the shared cache's try-lock ({@link ThreadCache#releaseShared}),
+ * memory under the shared cache's try-lock ({@link SharedCache#release}),
  * and {@code close()} sets the closed flag, then flushes the shared cache if
  * its lock is free (or asks for a flush if not) and gives back the empty
  * chunks. A release that checked before the close and cached after the

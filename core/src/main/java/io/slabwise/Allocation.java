@@ -62,7 +62,7 @@ public final class Allocation {
     Object attachment;
     /**
      * The next holder in the stack of blank holders other threads gave back
-     * to their owner cache (see {@code ThreadCache.returnHolder}); null
+     * to their owner cache (see {@code HolderStash.returnHolder}); null
      * otherwise.
      */
     Allocation nextReturned;

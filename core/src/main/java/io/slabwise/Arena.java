@@ -119,8 +119,8 @@ final class Arena {
     private int refillCount;
     /** The handle of the run {@link #allocateRun} carved last; under the lock. */
     private long carvedRunHandle;
-    /** Set when the arena took a new chunk; cleared by whoever reacts to growth. */
-    volatile boolean grew;
+    /** Set when the arena took a new chunk; cleared by whoever reacts to growth ({@link #takeGrowth()}). */
+    private volatile boolean grew;
 
     // statistics, written under the lock
     private long usedBytes;
@@ -145,6 +145,21 @@ final class Arena {
         this.spareSubpages = new SpareSubpages(sizes.count());
         this.freeElementBytes = new long[sizes.count()];
         this.remoteFrees = new RemoteFreeQueue(remoteQueueCapacity);
+    }
+
+    /**
+     * Whether the arena took a new chunk since this was last asked, by any
+     * allocation (a thread cache's, a compaction's move, a whole chunk lent):
+     * the caller, a thread cache that just allocated from this arena, reacts
+     * to it (see {@link ThreadCaches#arenaGrew}). One volatile read when the
+     * arena did not grow; two callers that ask at once may both see it.
+     */
+    boolean takeGrowth() {
+        if (!grew) {
+            return false;
+        }
+        grew = false;
+        return true;
     }
 
     /** Allocates one element of size class {@code sizeIndex}; fills {@code out}'s chunk and handle. */

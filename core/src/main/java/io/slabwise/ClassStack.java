@@ -20,9 +20,24 @@ import java.util.function.Consumer;
  * holders are references, but a thread that releases what it allocated puts
  * the same holder back into the same slot, and the slot is not stored again.
  *
- * <p>Refills grow with demand: the first takes {@link #FIRST_REFILL_BATCH}
- * allocations, each one after twice as many up to {@link #REFILL_BATCH}, and a
- * sweep that finds entries unused halves the next.
+ * <p>Refills grow with demand: when the stack is empty, the cache takes a
+ * batch of allocations from the arena under one lock, {@link #FIRST_REFILL_BATCH}
+ * at the class's first refill, twice as many at each refill after, up to
+ * {@link #REFILL_BATCH}, and half as many again after a sweep finds entries of
+ * the class unused (so a thread that touches many classes now and then holds
+ * little, and one that keeps allocating a class takes it 16 at a time): first
+ * memory of that class that other threads released into the arena's
+ * remote-free queue, then, for a small class, elements of subpages with room;
+ * a page class takes one new run only when the queue gave none. While callers
+ * wait at a limit, a refill takes a single allocation, so that released
+ * memory is not parked in one thread's cache. A thread whose buffers are
+ * released by other threads (a producer) then takes the arena lock once per
+ * batch instead of once per buffer, and gets its own memory back without the
+ * arena taking it apart and carving it again. The other side, a thread that
+ * releases more of a class than it allocates (a consumer), fills its stack;
+ * a release into a full stack hands the older half over to the arena's
+ * remote-free queue ({@link #pushOrFlush}), lock-free, for the producer's
+ * next refill.
  *
  * <p>Not thread-safe: the owner thread of the cache, a virtual thread
  * holding a shared cache's lock, or any thread once the owner died.

@@ -741,12 +741,12 @@ public final class MemoryPool implements AutoCloseable {
     private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean counted) {
         int reserved = allocation.reserved;
         Releaser releaser = allocation.releaser;
-        if (!counted && releaser == null && owner.isShared()) {
+        if (!counted && releaser == null && owner instanceof SharedCache) {
             // a virtual thread's allocation: one step under the shared cache's lock, which orders its checks
             // against the flush that a close, a waiter or a compaction asks of the shared cache
-            int outcome = owner.releaseShared(allocation, admission);
-            if (outcome != ThreadCache.SHARED_PASSED) { // the holder is done with: it may already serve another thread
-                if (outcome == ThreadCache.SHARED_KEPT) {
+            int outcome = ((SharedCache) owner).release(allocation, admission);
+            if (outcome != SharedCache.PASSED) { // the holder is done with: it may already serve another thread
+                if (outcome == SharedCache.KEPT) {
                     return;
                 }
                 afterRelease(category, reserved, admission.isClosed());
@@ -786,11 +786,11 @@ public final class MemoryPool implements AutoCloseable {
         afterRelease(category, reserved, closed || admission.isClosed());
         // cleared above; its next use is its owner's next allocation (a virtual thread's holder that came
         // this way, past a busy or flushing shared cache, is left to the garbage collector)
-        if (allocation.stashed && !owner.isShared()) {
+        if (allocation.stashed && !(owner instanceof SharedCache)) {
             if (onOwnerThread) {
-                owner.stashHolder(allocation);
+                owner.stash.stash(allocation);
             } else {
-                owner.returnHolder(allocation);
+                owner.stash.returnHolder(allocation);
             }
         }
     }

@@ -17,7 +17,7 @@ import java.util.function.LongSupplier;
  * <pre>
  *  platform thread ──slot by thread id, owner checked─┬─▶ its ThreadCache ──▶ least-bound arena in use
  *                  ──else ThreadLocal (weak)──────────┘
- *  virtual thread  ──thread id % arenas──▶ shared cache of that arena (its stacks under a try-lock)
+ *  virtual thread  ──thread id % arenas──▶ SharedCache of that arena (its stacks under a try-lock)
  *
  *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
  * </pre>
@@ -66,7 +66,7 @@ final class ThreadCaches {
     private final ThreadCache[] byId = new ThreadCache[BY_ID];
     private static final int BY_ID = 256;
     /** The caches virtual threads share, one per arena. */
-    private final ThreadCache[] shared;
+    private final SharedCache[] shared;
     /** New threads between two reclaims of dead threads' caches started by a new thread. */
     private static final int RECLAIM_EVERY = 64;
 
@@ -100,12 +100,12 @@ final class ThreadCaches {
         this.arenas = arenas;
         this.config = config;
         this.dedicated = dedicated;
-        this.shared = new ThreadCache[arenas.length];
+        this.shared = new SharedCache[arenas.length];
         for (int i = 0; i < arenas.length; i++) {
-            shared[i] = ThreadCache.shared(this, limit, arenas[i], config.maxCachedSize(), config.maxCachedBytesPerClass(),
-                    config.maxCachedEntriesPerClass());
+            shared[i] = new SharedCache(this, limit, arenas[i], config.ticker(), config.maxCachedSize(),
+                    config.maxCachedBytesPerClass(), config.maxCachedEntriesPerClass());
         }
-        this.live = shared.clone();
+        this.live = Arrays.copyOf(shared, shared.length, ThreadCache[].class); // own caches join it later
         this.arenasInUse = config.arenaSpreadBytes() == 0 ? arenas.length : 1;
     }
 
@@ -127,7 +127,7 @@ final class ThreadCaches {
     }
 
     /** The cache the virtual threads bound to arena {@code index} share. */
-    ThreadCache shared(int index) {
+    SharedCache shared(int index) {
         return shared[index];
     }
 
@@ -137,7 +137,7 @@ final class ThreadCaches {
         return ref == null ? null : ref.get();
     }
 
-    /** Whether the pool's {@code close()} began (see {@link ThreadCache#unlockShared()}). */
+    /** Whether the pool's {@code close()} began (see {@link SharedCache#unlockShared()}). */
     boolean isClosed() {
         return poolClosed.getAsBoolean();
     }
@@ -214,11 +214,26 @@ final class ThreadCaches {
     }
 
     /**
-     * Takes another arena into use if the arenas now hold enough (see
-     * {@link #arenasInUse}); for a shared cache whose arena grew, since
-     * virtual threads are never bound.
+     * What follows when {@code cache}'s arena took a new chunk, seen by the
+     * cache after it allocated from that arena ({@link Arena#takeGrowth()}):
+     * dead threads' caches are looked for ({@link #reclaimDeadOnGrowth()});
+     * then a thread's own cache moves to a less crowded arena if its arena is
+     * crowded ({@link ThreadCache#moveIfCrowded()}), and for a shared cache,
+     * since virtual threads are never bound, another arena comes into use if
+     * the arenas now hold enough. The cache's owner, or the shared cache's
+     * user.
      */
-    void countArenasInUse() {
+    void arenaGrew(ThreadCache cache) {
+        reclaimDeadOnGrowth();
+        if (cache instanceof SharedCache) {
+            countArenasInUse(); // virtual threads choose among the arenas in use
+        } else {
+            cache.moveIfCrowded();
+        }
+    }
+
+    /** Takes another arena into use if the arenas now hold enough (see {@link #arenasInUse}). */
+    private void countArenasInUse() {
         if (arenasInUse < arenas.length) {
             synchronized (registryLock) {
                 leastBoundInUse();
@@ -290,7 +305,7 @@ final class ThreadCaches {
         for (ThreadCache cache : live) {
             cache.requestFlush();
         }
-        for (ThreadCache cache : shared) {
+        for (SharedCache cache : shared) {
             cache.flushShared();
         }
     }
@@ -358,7 +373,7 @@ final class ThreadCaches {
      * however many threads there are. The decay thread looks about once a
      * second whatever happens.
      */
-    void reclaimDeadOnGrowth() {
+    private void reclaimDeadOnGrowth() {
         if (growthsSinceReclaim.incrementAndGet() >= live.length) {
             growthsSinceReclaim.set(0);
             tryReclaimDead();

@@ -10,7 +10,7 @@ import java.lang.invoke.MethodType;
  * is looked up once, and on Java 17 every thread is a platform thread.
  *
  * <p>A pool gives each platform thread a thread cache of its own; virtual
- * threads share one cache per arena (see {@link ThreadCache}), because there
+ * threads share one cache per arena (see {@link SharedCache}), because there
  * may be millions of them and each lives briefly.
  */
 final class VirtualThreads {

@@ -14,11 +14,13 @@
  *   <li><b>Arena</b> state (its chunks, their free-run indexes, subpages and
  *       bitmaps, its statistics) is read and written only under the arena's
  *       monitor.</li>
- *   <li><b>ThreadCache</b> stacks belong to their owning thread. Other threads
+ *   <li><b>ThreadCache</b> stacks, slots ({@code LargeSlots}) and holder
+ *       stash ({@code HolderStash}) belong to their owning thread. Other threads
  *       never touch them, with one exception: after the owner is observed dead
  *       through {@code Thread.isAlive()} (which orders all of its actions before
  *       the observation), the pool flushes them. Live owners are asked to flush
- *       through a volatile flag.</li>
+ *       through a volatile flag. A <b>SharedCache</b>'s, the same parts, belong
+ *       to whichever thread holds its try-lock.</li>
  *   <li><b>Accounting</b>: each allocation is counted by the
  *       {@code ThreadCounters} of the thread that made it (its <em>owner</em>),
  *       whole on an allocation side before its memory is handed out and whole

@@ -567,7 +567,7 @@ class ConfigFuzzTest {
             if (maxCached == 0) {
                 return 0;
             }
-            long bound = Math.min(ThreadCache.LARGE_SLOT_LIMIT, chunk);
+            long bound = Math.min(LargeSlots.LIMIT, chunk);
             for (int i = 0; i <= SizeClasses.indexOf(Math.min(maxCached, chunk)); i++) {
                 long size = sizes.size(i);
                 long entries = Math.min(fuzzed.config.maxCachedEntriesPerClass(), fuzzed.config.maxCachedBytesPerClass() / size);

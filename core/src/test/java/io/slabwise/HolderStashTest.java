@@ -56,7 +56,7 @@ class HolderStashTest {
         assertFalse(first.isLive(), "kept with its memory, but not live");
         assertThrows(IllegalStateException.class, () -> pool.free(first), "a double free of a kept holder throws");
         assertThrows(IllegalStateException.class, first::buffer);
-        assertEquals(0, own().stashedHolders(), "kept filled, not stashed blank");
+        assertEquals(0, own().stash.size(), "kept filled, not stashed blank");
         long cached = pool.stats().cachedBytes(); // the kept memory, and the rest of the first refill's batch
 
         Allocation second = pool.allocateStashed(pool.defaultCategory(), 97, false); // same class as 100
@@ -101,7 +101,7 @@ class HolderStashTest {
         assertTrue(pool.stats().cachedBytes() >= small.reservedBytes() + other.reservedBytes());
         own().flush();
         assertEquals(0, pool.stats().cachedBytes(), "a flush gives kept memory back to the arena");
-        assertEquals(2, own().stashedHolders(), "and keeps the holders, blank");
+        assertEquals(2, own().stash.size(), "and keeps the holders, blank");
         assertFalse(small.isLive());
         assertEquals(0, small.requestedBytes());
     }
@@ -121,7 +121,7 @@ class HolderStashTest {
         pool.free(first);
         assertFalse(first.isLive(), "kept with its memory, but not live");
         assertThrows(IllegalStateException.class, () -> pool.free(first), "a double free of a kept holder throws");
-        assertEquals(0, own().stashedHolders(), "kept filled, not stashed blank");
+        assertEquals(0, own().stash.size(), "kept filled, not stashed blank");
         assertEquals(13 * PoolConfig.PAGE_SIZE, pool.stats().cachedBytes());
 
         Allocation other = pool.allocateStashed(pool.defaultCategory(), 90_000, false); // 11 pages: not its pages
@@ -161,7 +161,7 @@ class HolderStashTest {
         pool.free(first);
         assertFalse(first.isLive(), "kept with its region, but not live");
         assertThrows(IllegalStateException.class, () -> pool.free(first), "a double free of a kept holder throws");
-        assertEquals(0, own().stashedHolders());
+        assertEquals(0, own().stash.size());
         PoolStats parked = pool.stats();
         assertEquals(0, parked.hugeAllocations(), parked::report);
         assertEquals(0, parked.reservedBytes());
@@ -207,19 +207,19 @@ class HolderStashTest {
 
     @Test
     void theStashAndTheKeptHoldersStayWithinTheirCapacities() {
-        Allocation[] held = new Allocation[ClassStack.KEPT_LIMIT + ThreadCache.HOLDER_STASH_CAPACITY + 3];
+        Allocation[] held = new Allocation[ClassStack.KEPT_LIMIT + HolderStash.CAPACITY + 3];
         for (int i = 0; i < held.length; i++) {
             held[i] = pool.allocateStashed(pool.defaultCategory(), 64, false);
         }
         for (Allocation a : held) {
             pool.free(a);
         }
-        assertEquals(ThreadCache.HOLDER_STASH_CAPACITY, own().stashedHolders());
+        assertEquals(HolderStash.CAPACITY, own().stash.size());
         assertTrue(pool.stats().cachedBytes() >= (long) held.length * 64, "every release cached, kept or not");
         Allocation plain = new Allocation();
         pool.allocate(64, plain);
         pool.free(plain);
-        assertEquals(ThreadCache.HOLDER_STASH_CAPACITY, own().stashedHolders(), "plain holders never enter the stash");
+        assertEquals(HolderStash.CAPACITY, own().stash.size(), "plain holders never enter the stash");
         assertFalse(plain.isLive());
     }
 
@@ -265,7 +265,7 @@ class HolderStashTest {
             Allocation a = limited.allocateStashed(capped, 4096, false);
             limited.free(a);
             assertEquals(0, capped.trackedReserved.get());
-            assertEquals(1, limited.threadCaches.own().stashedHolders(), "cleared and stashed, not kept");
+            assertEquals(1, limited.threadCaches.own().stash.size(), "cleared and stashed, not kept");
             Allocation b = limited.allocateStashed(capped, 4096, false);
             assertSame(a, b);
             assertEquals(4096, capped.trackedReserved.get());
@@ -298,14 +298,14 @@ class HolderStashTest {
             int stashedThere = other.submit(() -> {
                 pool.free(a);
                 ThreadCache own = pool.threadCaches.own();
-                return own == null ? 0 : own.stashedHolders();
+                return own == null ? 0 : own.stash.size();
             }).get();
             assertEquals(0, stashedThere);
         } finally {
             other.shutdown();
             assertTrue(other.awaitTermination(30, TimeUnit.SECONDS));
         }
-        assertEquals(0, own().stashedHolders(), "not in the owner's stash: given back beside it");
+        assertEquals(0, own().stash.size(), "not in the owner's stash: given back beside it");
         assertFalse(a.isLive());
         assertEquals(null, a.nextReturned);
         Allocation next = pool.allocateStashed(pool.defaultCategory(), 64, false);

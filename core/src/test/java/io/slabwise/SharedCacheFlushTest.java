@@ -19,9 +19,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * The cache virtual threads share, and flushes asked for while its lock is
  * taken (by a close, a trim or a waiter): each is made when the lock is let
  * go, whatever the holder was doing. The test thread takes the lock with
- * {@link ThreadCache#lockShared()} where a virtual thread would hold it for a
- * moment (in {@code takeHolder}, {@code takeFilledShared},
- * {@code countAllocation} or {@code releaseShared}). Each test failed before
+ * {@link SharedCache#lockShared()} where a virtual thread would hold it for a
+ * moment (in {@code takeHolder}, {@code takeFilled},
+ * {@code countAllocation} or {@code release}). Each test failed before
  * the flush at the unlock.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -39,7 +39,7 @@ class SharedCacheFlushTest {
     void aCloseWhileTheSharedLockIsTakenIsAnsweredAtTheUnlock() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
         onVirtualThreads(virtual -> {
             for (int size : new int[] {1000, 600_000}) { // a class's stack, a dedicated region
@@ -77,10 +77,10 @@ class SharedCacheFlushTest {
     void aPendingFlushIsAnsweredByRegionTraffic() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
         int size = 1 << 20;
-        int kept = 1 + ThreadCache.SHARED_EXTRA_REGIONS;
+        int kept = 1 + LargeSlots.SHARED_EXTRA_REGIONS;
         onVirtualThreads(virtual -> {
             virtual.submit(() -> burst(pool, category, size, kept)).get();
             assertEquals(kept, shared.parkedRegions()[0]);
@@ -107,10 +107,10 @@ class SharedCacheFlushTest {
     /**
      * The last buffer, released by a virtual thread as another thread closes
      * the pool: the release checks that the pool is open and keeps its holder
-     * filled (SHARED_KEPT), then is held up before it lets go of the lock (here:
+     * filled (SharedCache.KEPT), then is held up before it lets go of the lock (here:
      * the sweep its keep triggers waits for the arena's monitor). close() finds
      * the lock taken and only asks for a flush, which the release's unlock
-     * makes (MemoryPool.release returns on SHARED_KEPT without reading the
+     * makes (MemoryPool.release returns on SharedCache.KEPT without reading the
      * closed flag again).
      * (jcstress SharedReleaseCloseTest never takes this path: its holder is not
      * stashed, so it is never kept.)
@@ -119,7 +119,7 @@ class SharedCacheFlushTest {
     void theLastReleaseKeptAsThePoolClosesGoesBackToo() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).scheduler((task, period) -> () -> { }).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Arena arena = shared.arena;
         Category category = pool.defaultCategory();
         onVirtualThreads(virtual -> {

@@ -222,7 +222,7 @@ class ThreadBindingTest {
     void aSharedCacheCountsExactlyWhetherItsLockIsFreeOrTaken() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         List<Allocation> held = java.util.Collections.synchronizedList(new ArrayList<>());
         onVirtualThreads(virtual -> {
             long requested = 0;
@@ -269,7 +269,7 @@ class ThreadBindingTest {
      * An allocation a virtual thread makes while the test holds the shared
      * cache's lock: past the cache, from the arena, counted with atomic adds.
      */
-    private static Allocation allocatePastTheLock(ExecutorService virtual, MemoryPool pool, ThreadCache shared,
+    private static Allocation allocatePastTheLock(ExecutorService virtual, MemoryPool pool, SharedCache shared,
                                                   Category category, int size) throws Exception {
         assertTrue(shared.lockShared());
         try {
@@ -293,7 +293,7 @@ class ThreadBindingTest {
     void aVirtualThreadsHolderServesTheNextVirtualThreadWithItsMemory() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
         onVirtualThreads(virtual -> {
             for (int size : new int[] {1000, 100_000, 600_000}) { // a class's stack, the large slot, the dedicated slot
@@ -357,7 +357,7 @@ class ThreadBindingTest {
     void aReleaseCountedUnderTheSharedLockMakesRoomForItsCategory() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         onVirtualThreads(virtual -> {
             Allocation dedicated = allocatePastTheLock(virtual, pool, shared, pool.category("regions"), 600_000);
             virtual.submit(() -> pool.free(dedicated)).get();
@@ -393,7 +393,7 @@ class ThreadBindingTest {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         int size = 1024;
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).quota("capped", 4 * size).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category capped = pool.category("capped");
         onVirtualThreads(virtual -> {
             for (int round = 0; round < 3; round++) {
@@ -404,7 +404,7 @@ class ThreadBindingTest {
                 assertEquals(4L * size, capped.trackedReserved.get());
                 assertThrows(MemoryLimitException.class,
                         () -> unwrap(virtual.submit(() -> pool.allocateStashed(capped, size, false))));
-                int stashedBefore = shared.stashedHolders();
+                int stashedBefore = shared.stash.size();
                 long[] addresses = new long[held.size()];
                 for (int i = 0; i < held.size(); i++) {
                     Allocation a = held.get(i);
@@ -414,7 +414,7 @@ class ThreadBindingTest {
                     assertFalse(a.isLive());
                 }
                 assertEquals(0, capped.trackedReserved.get(), "the quota did not get its bytes back");
-                assertEquals(stashedBefore + held.size(), shared.stashedHolders(), "the cleared holders were not stashed");
+                assertEquals(stashedBefore + held.size(), shared.stash.size(), "the cleared holders were not stashed");
                 assertTrue(shared.stackFill(SizeClasses.indexOf(size))[0] >= held.size(), "the memory was not cached");
                 // the stash and the stack are both last in, first out: the last holder released comes back first,
                 // with the last memory released
@@ -440,15 +440,15 @@ class ThreadBindingTest {
     void aVirtualThreadWithNoKeptHolderTakesAStashedBlankOne() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).quota("capped", 1 << 20).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category capped = pool.category("capped");
         onVirtualThreads(virtual -> {
             Allocation quoted = virtual.submit(() -> pool.allocateStashed(capped, 1000, false)).get();
             virtual.submit(() -> pool.free(quoted)).get();
-            assertEquals(1, shared.stashedHolders());
+            assertEquals(1, shared.stash.size());
             Allocation other = virtual.submit(() -> pool.allocateStashed(pool.defaultCategory(), 5000, false)).get();
             assertSame(quoted, other, "a new holder was made while the stash had one");
-            assertEquals(0, shared.stashedHolders());
+            assertEquals(0, shared.stash.size());
             assertTrue(other.isLive());
             assertEquals(5000, other.requestedBytes());
             virtual.submit(() -> pool.free(other)).get();
@@ -472,10 +472,10 @@ class ThreadBindingTest {
     void aVirtualThreadsRegionsAreKeptFilledBeyondTheSlotAndTheirHoldersStashedPastThat() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
         int size = 1 << 20;
-        int kept = 1 + ThreadCache.SHARED_EXTRA_REGIONS;
+        int kept = 1 + LargeSlots.SHARED_EXTRA_REGIONS;
         onVirtualThreads(virtual -> {
             List<Allocation> first = virtual.submit(() -> burst(pool, category, size, kept)).get();
             assertTrue(first.stream().allMatch(a -> a.kept), "a region was not kept filled");
@@ -490,7 +490,7 @@ class ThreadBindingTest {
 
             List<Allocation> third = virtual.submit(() -> burst(pool, category, size, kept + 2)).get();
             assertEquals(kept, third.stream().filter(a -> a.kept).count());
-            assertEquals(2, shared.stashedHolders(), "the holders of the regions past the kept ones were not stashed");
+            assertEquals(2, shared.stash.size(), "the holders of the regions past the kept ones were not stashed");
             assertEquals(kept, shared.parkedRegions()[0]);
             PoolStats stats = pool.stats();
             assertNothingLive(stats);
@@ -532,7 +532,7 @@ class ThreadBindingTest {
     void virtualThreadsReleasingIntoAClosedPoolLeaveNothingCommitted() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).build());
-        ThreadCache shared = pool.threadCaches.shared(0);
+        SharedCache shared = pool.threadCaches.shared(0);
         Category category = pool.defaultCategory();
         List<Allocation> held = new ArrayList<>();
         onVirtualThreads(virtual -> {

@@ -507,7 +507,7 @@ class ThreadCacheTest {
                 filled.countDown();
                 assertTrue(trimmed.await(10, TimeUnit.SECONDS));
                 Allocation big = new Allocation();
-                pool.allocate(2 * ThreadCache.LARGE_SLOT_LIMIT, big); // flushes first; too large for any cache
+                pool.allocate(2 * LargeSlots.LIMIT, big); // flushes first; too large for any cache
                 pool.free(big);
                 cachedAfterOperation.set(workerCache.get().cachedBytes());
                 operated.countDown();

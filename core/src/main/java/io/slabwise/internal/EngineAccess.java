@@ -38,7 +38,7 @@ import java.nio.ByteBuffer;
  *       thread is reused with its holder. Whoever parts a buffer from its
  *       holder must detach it first. A virtual thread's holder, with what
  *       is attached to it, is reused by the next virtual thread of its arena
- *       (see the shared cache in {@code ThreadCache}).</li>
+ *       (see {@code SharedCache}).</li>
  * </ul>
  */
 public final class EngineAccess {
