@@ -378,11 +378,13 @@ class CompactionRaceTest {
     /**
      * Waits until {@code thread} blocks (on the compaction's lock), polling
      * its state, not sleeping; fails if it ends first. The test class's
-     * timeout bounds a thread that neither blocks nor ends.
+     * timeout bounds a thread that neither blocks nor ends (its interrupt
+     * ends the spin).
      */
     private static void awaitWaiting(Thread thread) {
         while (thread.getState() != Thread.State.WAITING && thread.getState() != Thread.State.TIMED_WAITING) {
             assertTrue(thread.isAlive(), "the second compaction never waited");
+            ConcurrentTasks.stopIfInterrupted(() -> "the second compaction " + thread.getState());
             Thread.onSpinWait();
         }
     }

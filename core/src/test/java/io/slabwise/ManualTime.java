@@ -119,14 +119,15 @@ final class ManualTime implements Ticker, Scheduler, Parking {
     /**
      * Spins until {@code n} threads are parked on this clock: waiters lined
      * up and asleep, the state a timeout test advances the clock from. Fails
-     * when one of {@code waiters} ends instead (the test class's timeout
-     * bounds a waiter that never parks).
+     * when one of {@code waiters} ends instead; the test class's timeout
+     * bounds a waiter that never parks (its interrupt ends the spin).
      */
     void awaitParked(int n, Thread... waiters) {
         while (parked() < n) {
             for (Thread waiter : waiters) {
                 assertTrue(waiter.isAlive(), waiter.getName() + " ended instead of parking");
             }
+            ConcurrentTasks.stopIfInterrupted(() -> parked() + " of " + n + " threads parked");
             Thread.onSpinWait();
         }
     }
