@@ -187,11 +187,11 @@ final class Admission {
         if (config.waitTimeout().isZero()) {
             throw refuse(category, requested, kindOf(refusal), policy, PoolEvents.WAIT_TIMEOUT, " (the wait timeout is zero)");
         }
-        long deadline = System.nanoTime() + config.waitTimeout().toNanos(); // at most 100 years: see PoolConfig
+        long deadline = config.ticker().read() + config.waitTimeout().toNanos(); // at most 100 years: see PoolConfig
         // first come, first served among the callers waiting for the same resource: only the head retries
         MemoryLimit.WaitQueue queue = queueFor(refusal, attempt, category, requested);
         long ticket = limit.enqueue(queue);
-        long waitStart = System.nanoTime();
+        long waitStart = config.ticker().read();
         PoolEvents.LimitWait waitEvent = PoolEvents.beginWait();
         String outcome = null;
         try {
@@ -232,7 +232,7 @@ final class Admission {
             limit.retrying(false);
             limit.dequeue(queue, ticket);
             MemoryLimitException.Kind waitedFor = kindOf(queue);
-            limitCounters.waited(category, waitedFor, System.nanoTime() - waitStart);
+            limitCounters.waited(category, waitedFor, config.ticker().read() - waitStart);
             PoolEvents.endWait(waitEvent, category.name(), requested, waitedFor,
                     outcome != null ? outcome : closed ? PoolEvents.CLOSED : PoolEvents.FAILED);
         }

@@ -666,7 +666,7 @@ public final class BlockPool {
         final Allocation memory = new Allocation();
         /** Which slots are taken. */
         final Bitmap taken;
-        /** When the block became idle, in {@link System#nanoTime()} units. */
+        /** When the block became idle, in {@link Ticker} nanoseconds. */
         long idleSinceNanos;
 
         SlotRegion(Stripe stripe) {

@@ -157,6 +157,8 @@ final class Compaction {
     /** Where chunks come from: their region groups. */
     private final CommittedMemory committed;
     private final int chunkSize;
+    /** The clock of the time a compaction took. */
+    private final Ticker ticker;
     private final Map<Category, Relocator> relocators = new ConcurrentHashMap<>();
     private final ReentrantLock running = new ReentrantLock();
     /** Arena chunks evacuated in vain: their used bytes then, and the compaction's number; under {@link #running}. */
@@ -176,8 +178,10 @@ final class Compaction {
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
                ThreadCaches threadCaches, Admission admission, GeneralMove generalMove, Consumer<Allocation> free,
-               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, CommittedMemory committed, int chunkSize) {
+               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, CommittedMemory committed, int chunkSize,
+               Ticker ticker) {
         this.arenas = arenas;
+        this.ticker = ticker;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
         this.threadCaches = threadCaches;
@@ -270,7 +274,7 @@ final class Compaction {
         limit.compacting(true);
         try {
             PoolEvents.Compaction event = PoolEvents.beginCompaction();
-            long start = System.nanoTime();
+            long start = ticker.read();
             CompactionStats done = evacuate(maxOccupancy, maxBytesToMove, start);
             totals.accumulateAndGet(done, CompactionStats::plus);
             PoolEvents.endCompaction(event, cause, done);
@@ -292,7 +296,7 @@ final class Compaction {
             }
         }
         if (started.isEmpty()) {
-            return new CompactionStats(1, 0, 0, 0, 0, 0, 0, 0, System.nanoTime() - start);
+            return new CompactionStats(1, 0, 0, 0, 0, 0, 0, 0, ticker.read() - start);
         }
         compactions++;
         long moved = 0;
@@ -350,7 +354,7 @@ final class Compaction {
         long givenBack = Math.max(0, limit.givenBackByCompaction());
         long chunksFreed = givenBack >= emptied[1] ? emptied[0] : Math.min(emptied[0], givenBack / chunkSize);
         CompactionStats done = new CompactionStats(1, evacuated, chunksFreed, givenBack, entries, moved, refused, held,
-                System.nanoTime() - start);
+                ticker.read() - start);
         if (failure != null) {
             totals.accumulateAndGet(done, CompactionStats::plus);
             throw new IllegalStateException("a relocator failed during compaction (" + done + ")", failure);

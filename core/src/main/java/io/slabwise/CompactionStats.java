@@ -15,7 +15,7 @@ package io.slabwise;
  * @param refusedEntries     entries the owners would not move (in use), or that a limit or the budget kept in place
  * @param heldByReaders      moved entries whose old memory readers still held when the owner let go; their chunk goes
  *                           back when the last reader releases
- * @param nanos              time spent, choosing and moving
+ * @param nanos              time spent, choosing and moving, as the pool's {@link Ticker} measures it
  */
 public record CompactionStats(long compactions, long chunksEvacuated, long chunksFreed, long bytesFreed,
                               long movedEntries, long movedBytes, long refusedEntries, long heldByReaders, long nanos) {

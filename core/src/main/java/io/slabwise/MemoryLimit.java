@@ -37,10 +37,16 @@ import java.util.function.BooleanSupplier;
  * waits, and otherwise bumps a counter and wakes the waiters. The lock here is
  * never held while an arena lock is taken; arena code may call
  * {@link #released()} under its own lock.
+ *
+ * <p>Deadlines are read on the pool's {@link Ticker}, and waiters park
+ * through its {@link Parking}: a test that advances the ticker past a
+ * deadline wakes the callers waiting for it, which then time out.
  */
 final class MemoryLimit {
 
     final long max;
+    private final Ticker ticker;
+    private final Parking parking;
     private final AtomicLong committed = new AtomicLong();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -84,8 +90,16 @@ final class MemoryLimit {
         }
     }
 
+    /** A limit whose waits read their deadlines on {@link Ticker#system()}. */
     MemoryLimit(long max) {
+        this(max, Ticker.system());
+    }
+
+    /** A limit whose waits read their deadlines on {@code ticker} and park through its {@link Parking}. */
+    MemoryLimit(long max, Ticker ticker) {
         this.max = max;
+        this.ticker = ticker;
+        this.parking = Parking.on(ticker);
     }
 
     long committed() {
@@ -216,7 +230,8 @@ final class MemoryLimit {
      * Waits until {@code ticket} is served in {@code queue}, checking
      * {@code hopeless} (which must take no lock) before every wait, since a
      * change of a limit wakes the waiters too: {@link #TURN},
-     * {@link #TIMED_OUT} or {@link #GAVE_UP}.
+     * {@link #TIMED_OUT} (the ticker read {@code deadlineNanos} or later) or
+     * {@link #GAVE_UP}.
      */
     int awaitTurn(WaitQueue queue, long ticket, long deadlineNanos, BooleanSupplier hopeless) throws InterruptedException {
         lock.lock();
@@ -225,11 +240,10 @@ final class MemoryLimit {
                 if (hopeless.getAsBoolean()) {
                     return GAVE_UP;
                 }
-                long left = deadlineNanos - System.nanoTime();
-                if (left <= 0) {
+                if (deadlineNanos - ticker.read() <= 0) {
                     return TIMED_OUT;
                 }
-                changed.awaitNanos(left);
+                parking.parkUntil(lock, changed, deadlineNanos);
             }
             return TURN;
         } finally {
@@ -251,19 +265,24 @@ final class MemoryLimit {
         return releases.get();
     }
 
+    /** The longest {@link #awaitRelease} parks without a release, in ticker nanoseconds. */
+    static final long SAFETY_NET_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
     /**
-     * Waits for a release after {@code seen}, or at most 50 ms (a safety net:
-     * the caller retries anyway); false when the deadline has passed.
+     * Waits for a release after {@code seen}, or at most
+     * {@link #SAFETY_NET_NANOS} on the ticker (a safety net: the caller
+     * retries anyway); false when the ticker has reached the deadline.
      */
     boolean awaitRelease(long seen, long deadlineNanos) throws InterruptedException {
         lock.lock();
         try {
-            long left = deadlineNanos - System.nanoTime();
-            if (left <= 0) {
+            long now = ticker.read();
+            if (deadlineNanos - now <= 0) {
                 return false;
             }
             if (releases.get() == seen) {
-                changed.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)));
+                long safetyNet = now + SAFETY_NET_NANOS;
+                parking.parkUntil(lock, changed, deadlineNanos - safetyNet < 0 ? deadlineNanos : safetyNet);
             }
             return true;
         } finally {

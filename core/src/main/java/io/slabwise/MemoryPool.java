@@ -132,7 +132,7 @@ public final class MemoryPool implements AutoCloseable {
         this.fittedAbove = Math.min(config.chunkSize(), Math.max(8 * config.pageSize(),
                 config.maxCachedSize() <= 0 ? 0 : sizes.size(SizeClasses.indexOf(Math.min(config.maxCachedSize(), config.chunkSize())))));
         this.dedicatedAbove = Math.min(config.chunkSize(), Math.max(fittedAbove, config.dedicatedAbove()));
-        MemoryLimit limit = new MemoryLimit(config.maxMemory());
+        MemoryLimit limit = new MemoryLimit(config.maxMemory(), config.ticker());
         this.committed = new CommittedMemory(config.chunkSource(), limit);
         this.dedicated = new DedicatedRegions(committed, config.ticker(), config.chunkSize());
         this.arenas = new Arena[config.arenas()];
@@ -149,7 +149,7 @@ public final class MemoryPool implements AutoCloseable {
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
                 admission, (arena, c, requested, out) -> tryGeneral(c, requested, out, arena), this::free, this::counters,
-                limit, committed, sizes.chunkSize());
+                limit, committed, sizes.chunkSize(), config.ticker());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
             category(quotaCategory);

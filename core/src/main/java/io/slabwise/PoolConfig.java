@@ -245,7 +245,7 @@ public final class PoolConfig {
         return minIdleChunks;
     }
 
-    /** The time source of idle-memory decay. */
+    /** The time source of idle-memory decay, of the deadlines of waits at a limit, and of compactions' durations. */
     public Ticker ticker() {
         return ticker;
     }
@@ -503,7 +503,11 @@ public final class PoolConfig {
             return self();
         }
 
-        /** The time source of idle-memory decay (default {@link Ticker#system()}); tests advance one by hand. */
+        /**
+         * The time source of idle-memory decay, of the deadlines of waits at a
+         * limit and of compactions' durations (default {@link Ticker#system()});
+         * tests advance one by hand.
+         */
         public B ticker(Ticker ticker) {
             this.ticker = Objects.requireNonNull(ticker, "ticker");
             return self();

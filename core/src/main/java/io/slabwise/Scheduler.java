@@ -25,7 +25,11 @@ public interface Scheduler {
         void cancel();
     }
 
-    /** The JVM-wide scheduler: one daemon thread, {@code slabwise-chunk-decay}, started with the first task. */
+    /**
+     * The JVM-wide scheduler: a scheduled executor with one daemon thread,
+     * {@code slabwise-chunk-decay}, started with the first task and shared by
+     * every pool.
+     */
     static Scheduler shared() {
         return ChunkDecay.INSTANCE;
     }

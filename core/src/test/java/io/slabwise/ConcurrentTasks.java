@@ -90,12 +90,23 @@ public final class ConcurrentTasks {
 
     /**
      * Spins until {@code n} callers wait for memory in {@code pool}: the state
-     * a limit test is about, reached without sleeping (the test class's
-     * timeout bounds a caller that never queues).
+     * a limit test is about, reached without sleeping. The test class's
+     * timeout bounds a caller that never queues: its interrupt ends the spin.
      */
     static void awaitWaiting(MemoryPool pool, int n) {
         while (pool.waitingAllocations() < n) {
+            stopIfInterrupted(() -> pool.waitingAllocations() + " of " + n + " callers waiting");
             Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * Fails when the calling thread was interrupted, as the test class's
+     * timeout interrupts a test: a spin that checks it ends with the test.
+     */
+    static void stopIfInterrupted(java.util.function.Supplier<String> state) {
+        if (Thread.interrupted()) {
+            throw new AssertionError("interrupted while spinning, with " + state.get());
         }
     }
 }

@@ -155,7 +155,7 @@ class ConfigFuzzTest {
     /** A valid configuration, every setting drawn from its extremes and odd values. */
     static Fuzzed randomConfig(SplittableRandom r, boolean twoThreads) {
         StringBuilder d = new StringBuilder();
-        ManualTime time = new ManualTime();
+        ManualTime time = ManualTime.waitsRunOut(); // a wait at a limit lasts its timeout on this clock, unless a release ends it
         PoolConfig.Builder b = PoolConfig.builder().ticker(time).scheduler(time);
         int chunk = r.nextInt(80) == 0 ? PoolConfig.MAX_CHUNK_SIZE
                 : pick(r, PoolConfig.MIN_CHUNK_SIZE, PoolConfig.MIN_CHUNK_SIZE, 128 << 10, 256 << 10, 1 << 20, 4 << 20);

@@ -20,26 +20,32 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Under {@link LimitPolicy#WAIT} a caller waits only behind callers that
- * compete for the same resource (the ceiling, or its category's quota), and a
- * request no release could ever satisfy fails at once.
+ * compete for the same resource (the ceiling, or its category's quota), is
+ * served in the order it lined up, and a request no release could ever
+ * satisfy fails at once. The pools run on {@link ManualTime}: a clock that
+ * stands still, so no wait here ends by a timeout however slow the machine,
+ * or one on which every wait runs out at once, so a request that waited
+ * instead of failing at once shows at once.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class FairAdmissionTest {
 
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;
-    /** Long enough that a test which waited it out would show; every test here ends long before. */
+    /** The wait timeout; on the pools' manual clocks it runs out only when a test says so. */
     private static final Duration WAIT = Duration.ofSeconds(30);
 
-    private static MemoryPool pool() {
+    private final ManualTime time = new ManualTime();
+
+    private static MemoryPool pool(ManualTime time) {
         return new MemoryPool(PoolConfig.builder().chunkSize(MIB).arenas(1).limitPolicy(LimitPolicy.WAIT)
-                .waitTimeout(WAIT).maxMemory(16L * MIB).quota("small", MIB).chunkSource(ChunkSource.direct()).build());
+                .waitTimeout(WAIT).maxMemory(16L * MIB).quota("small", MIB).ticker(time).scheduler(time)
+                .chunkSource(ChunkSource.direct()).build());
     }
 
     @Test
     void aRequestLargerThanItsQuotaOrTheCeilingFailsAtOnce() {
-        MemoryPool pool = pool();
-        long start = System.nanoTime();
+        MemoryPool pool = pool(ManualTime.waitsRunOut()); // a request that waited would time out: it says so
         MemoryLimitException quota = assertThrows(MemoryLimitException.class,
                 () -> pool.allocate(pool.category("small"), 2 * MIB, new Allocation()));
         assertEquals(MemoryLimitException.Kind.QUOTA, quota.kind());
@@ -49,7 +55,8 @@ class FairAdmissionTest {
                 () -> pool.allocate(32 * MIB, new Allocation()));
         assertEquals(MemoryLimitException.Kind.CEILING, ceiling.kind());
         assertTrue(ceiling.getMessage().contains("can never be satisfied"), ceiling.getMessage());
-        assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(10), "neither waited for its timeout");
+        assertEquals(0, pool.limitStats().waits(), "neither waited");
+        assertEquals(2, pool.limitStats().refusals());
         assertEquals(0, pool.committedBytes());
     }
 
@@ -61,7 +68,7 @@ class FairAdmissionTest {
      */
     @Test
     void aQuotaWaiterHoldsBackOnlyItsOwnCategory() throws Exception {
-        MemoryPool pool = pool();
+        MemoryPool pool = pool(time);
         Category small = pool.category("small");
         Allocation held = new Allocation();
         pool.allocate(small, 900 * KIB, held); // reserves 896 KiB + rounding, leaving ~100 KiB of the quota
@@ -100,7 +107,7 @@ class FairAdmissionTest {
     void aCallerRefusedByItsQuotaAtTheHeadOfTheCeilingLineLetsTheNextOneThrough() throws Exception {
         MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).dedicatedAbove(MIB)
                 .arenas(1).limitPolicy(LimitPolicy.WAIT).waitTimeout(WAIT).maxMemory(4L * MIB).quota("q", MIB)
-                .chunkSource(ChunkSource.direct()).build());
+                .ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
         Category q = pool.category("q");
         Allocation[] held = new Allocation[3];
         for (int i = 0; i < held.length; i++) {
@@ -140,6 +147,49 @@ class FairAdmissionTest {
         }
         assertEquals(0, pool.requestedBytes());
         assertEquals(0, pool.waitingAllocations());
+    }
+
+    /**
+     * Callers waiting at the ceiling are served first come, first served:
+     * each chunk given back serves the caller at the head of the line, never
+     * one that lined up after it, and the others keep waiting in order.
+     */
+    @Test
+    void callersWaitingAtTheCeilingAreServedInTheOrderTheyLinedUp() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).dedicatedAbove(MIB)
+                .arenas(1).limitPolicy(LimitPolicy.WAIT).waitTimeout(WAIT).maxMemory(4L * MIB)
+                .ticker(time).scheduler(time).chunkSource(ChunkSource.direct()).build());
+        Allocation[] held = new Allocation[4];
+        for (int i = 0; i < held.length; i++) {
+            held[i] = new Allocation();
+            pool.allocate(MIB, held[i]); // a whole chunk each: the ceiling is reached
+        }
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Allocation[] served = new Allocation[3];
+        Thread[] waiters = new Thread[served.length];
+        for (int i = 0; i < served.length; i++) {
+            Allocation out = served[i] = new Allocation();
+            // each needs a chunk of its own: 600 KiB leave too little in one for the next
+            waiters[i] = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(600 * KIB, out), failure);
+            ConcurrentTasks.awaitWaiting(pool, i + 1); // in line before the next one starts
+        }
+        for (int i = 0; i < served.length; i++) {
+            pool.free(held[i]);
+            waiters[i].join(TimeUnit.SECONDS.toMillis(10)); // a bound for a head that is not served, not a pause
+            assertFalse(waiters[i].isAlive(), "caller " + i + ", at the head of the line, was not served");
+            assertTrue(served[i].isLive());
+            for (int later = i + 1; later < served.length; later++) {
+                assertFalse(served[later].isLive(), "caller " + later + " was served before caller " + i);
+            }
+            assertEquals(served.length - 1 - i, pool.waitingAllocations());
+        }
+        assertNull(failure.get());
+        assertEquals(0, time.read(), "no wait ran out: the clock never moved");
+        for (Allocation a : served) {
+            pool.free(a);
+        }
+        pool.free(held[3]);
+        assertEquals(0, pool.requestedBytes());
     }
 
     /**

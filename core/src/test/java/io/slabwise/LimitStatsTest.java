@@ -21,8 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link MemoryPool#limitStats()}: every refusal is counted once, per
  * category and limit, whatever the policy and however it came (at once, never
  * satisfiable, after a wait); every wait is counted with its time when it is
- * over, whatever its outcome. No test sleeps: waits end by a release, a short
- * timeout, an interrupt or a close.
+ * over, whatever its outcome. No test sleeps: waits end by a release, a
+ * timeout on a manual clock, an interrupt or a close.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class LimitStatsTest {
@@ -66,8 +66,9 @@ class LimitStatsTest {
 
     @Test
     void aWaitThatTimesOutIsAWaitAndARefusal() {
+        ManualTime time = ManualTime.waitsRunOut();
         MemoryPool pool = new MemoryPool(config().limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofMillis(20))
-                .build());
+                .ticker(time).scheduler(time).build());
         Category small = pool.category("small");
         Allocation held = new Allocation();
         pool.allocate(small, 200 * KIB, held);
@@ -76,8 +77,7 @@ class LimitStatsTest {
         LimitStats stats = pool.limitStats();
         assertEquals(1, stats.waits("small", QUOTA));
         assertEquals(1, stats.refusals("small", QUOTA));
-        assertTrue(stats.waitNanos("small", QUOTA) >= TimeUnit.MILLISECONDS.toNanos(10),
-                "waited about its timeout: " + stats.waitNanos("small", QUOTA));
+        assertEquals(TimeUnit.MILLISECONDS.toNanos(20), stats.waitNanos("small", QUOTA), "waited its timeout");
         assertEquals(stats.waitNanos("small", QUOTA), stats.waitNanos());
         assertEquals(0, stats.waitingAllocations());
         pool.free(held);
@@ -85,8 +85,9 @@ class LimitStatsTest {
 
     @Test
     void aServedWaitIsNoRefusal() throws Exception {
+        ManualTime time = new ManualTime();
         MemoryPool pool = new MemoryPool(config().limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(30))
-                .build());
+                .ticker(time).scheduler(time).build());
         Allocation first = new Allocation();
         Allocation second = new Allocation();
         pool.allocate(MIB, first);
@@ -94,9 +95,10 @@ class LimitStatsTest {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Allocation served = new Allocation();
         Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(MIB, served), failure);
-        ConcurrentTasks.awaitWaiting(pool, 1);
+        time.awaitParked(1, waiter);
         assertEquals(1, pool.limitStats().waitingAllocations());
         assertEquals(0, pool.limitStats().waits(), "counted when over");
+        time.advance(Duration.ofMillis(7)); // under the 50 ms safety net: the waiter sleeps on
         pool.free(first);
         waiter.join();
         assertNull(failure.get());
@@ -104,7 +106,7 @@ class LimitStatsTest {
 
         LimitStats stats = pool.limitStats();
         assertEquals(1, stats.waits("network", CEILING));
-        assertTrue(stats.waitNanos("network", CEILING) > 0);
+        assertEquals(TimeUnit.MILLISECONDS.toNanos(7), stats.waitNanos("network", CEILING), "on the pool's ticker");
         assertEquals(0, stats.refusals());
         pool.free(second);
         pool.free(served);

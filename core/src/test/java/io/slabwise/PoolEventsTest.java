@@ -181,11 +181,21 @@ class PoolEventsTest {
         pool.allocate(small, 200 * KIB, held);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Allocation served = new Allocation();
+        AtomicReference<Throwable> timedOut = new AtomicReference<>();
         List<RecordedEvent> events = record(() -> {
-            MemoryLimitException timedOut = assertThrows(MemoryLimitException.class,
-                    () -> pool.allocate(small, 100 * KIB, new Allocation()));
-            assertEquals(MemoryLimitException.Kind.QUOTA, timedOut.kind());
-        });
+            Thread impatient = new Thread(() -> {
+                try {
+                    pool.allocate(small, 100 * KIB, new Allocation());
+                } catch (Throwable t) {
+                    timedOut.set(t);
+                }
+            }, "slabwise-impatient");
+            impatient.start();
+            time.awaitParked(1, impatient);
+            time.advance(Duration.ofMillis(20)); // the wait's timeout, on the pool's ticker
+            join(impatient);
+        }, "slabwise-impatient");
+        assertEquals(MemoryLimitException.Kind.QUOTA, assertInstanceOf(MemoryLimitException.class, timedOut.get()).kind());
         MemoryPool patient = new MemoryPool(config().quota("small", 256 * KIB).limitPolicy(LimitPolicy.WAIT)
                 .waitTimeout(Duration.ofSeconds(30)).build());
         Category patientSmall = patient.category("small");
@@ -214,6 +224,7 @@ class PoolEventsTest {
         assertEquals("quota", timeout.getString("kind"));
         assertEquals("timeout", timeout.getString("outcome"));
         assertTrue(timeout.getDuration().toNanos() > 0, timeout::toString);
+        assertEquals("slabwise-impatient", timeout.getThread().getJavaName());
         RecordedEvent afterWait = single(named(events, "io.slabwise.LimitRefused"));
         assertEquals("wait_timeout", afterWait.getString("reason"));
         assertEquals("wait", afterWait.getString("policy"));

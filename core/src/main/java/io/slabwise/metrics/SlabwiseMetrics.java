@@ -47,7 +47,8 @@ import java.util.function.ToLongFunction;
  * Every meter reads a {@link PoolStats} snapshot (with the pool's
  * {@link LimitStats}), and a snapshot visits every arena and category.
  * Instead of one snapshot per meter, the first meter read takes one and the
- * others reuse it for {@value #SNAPSHOT_MILLIS} ms, so a
+ * others reuse it for {@value #SNAPSHOT_MILLIS} ms of the pool's
+ * {@link io.slabwise.Ticker}, so a
  * scrape costs one snapshot and all its figures come from the same moment.
  * Two scrapes less than that apart may show the same figures. Scrapes that
  * find the snapshot old at the same time take new ones in turn, so the one
@@ -124,7 +125,7 @@ public final class SlabwiseMetrics implements MeterBinder {
      * @param extraTags     further tags for every meter (keep them low-cardinality)
      */
     public SlabwiseMetrics(MemoryPool pool, String allocatorName, Tag... extraTags) {
-        this(pool, pool, allocatorName, System::nanoTime, extraTags);
+        this(pool, pool, allocatorName, pool.config().ticker()::read, extraTags);
     }
 
     /**
@@ -141,10 +142,10 @@ public final class SlabwiseMetrics implements MeterBinder {
      */
     public static SlabwiseMetrics forAllocator(Object allocator, MemoryPool pool, String allocatorName,
                                                Tag... extraTags) {
-        return new SlabwiseMetrics(pool, allocator, allocatorName, System::nanoTime, extraTags);
+        return new SlabwiseMetrics(pool, allocator, allocatorName, pool.config().ticker()::read, extraTags);
     }
 
-    /** As the public constructor, with the clock that ages snapshots (nanoseconds, as {@link System#nanoTime()}). */
+    /** As the public constructor, with the clock that ages snapshots (nanoseconds, as a {@link io.slabwise.Ticker} reads). */
     SlabwiseMetrics(MemoryPool pool, String allocatorName, LongSupplier nanoClock, Tag... extraTags) {
         this(pool, pool, allocatorName, nanoClock, extraTags);
     }
