@@ -306,18 +306,10 @@ class PressureTest {
             ShrinkingCache log = new ShrinkingCache(pool, pool.sequential("log_cache"));
             fill(log, 16 * 1024);
             AtomicInteger calls = new AtomicInteger();
-            pool.setShrinker("log_cache", new Shrinker() {
-                @Override
-                public long reclaimable() {
-                    return log.reclaimable();
-                }
-
-                @Override
-                public long shrink(long bytes) {
-                    calls.incrementAndGet();
-                    throw new IllegalStateException("planted failure");
-                }
-            });
+            pool.setShrinker("log_cache", log.answering(bytes -> {
+                calls.incrementAndGet();
+                throw new IllegalStateException("planted failure");
+            }));
             for (int i = 0; i < 3; i++) {
                 Allocation a = new Allocation();
                 assertThrows(MemoryLimitException.class, () -> pool.allocator("network").allocate(64 * 1024, a));
@@ -343,25 +335,17 @@ class PressureTest {
             fill(log, 16 * 1024);
             AtomicInteger calls = new AtomicInteger();
             List<Boolean> nested = new ArrayList<>();
-            pool.setShrinker("log_cache", new Shrinker() {
-                @Override
-                public long reclaimable() {
-                    return log.reclaimable();
+            pool.setShrinker("log_cache", log.answering(bytes -> {
+                calls.incrementAndGet();
+                // an index rewrite that needs memory: at the ceiling it is refused, not shrunk for again
+                Allocation index = new Allocation();
+                boolean got = pool.tryAllocate(pool.category("network"), 4 * CHUNK, index, true);
+                nested.add(got);
+                if (got) {
+                    pool.free(index);
                 }
-
-                @Override
-                public long shrink(long bytes) {
-                    calls.incrementAndGet();
-                    // an index rewrite that needs memory: at the ceiling it is refused, not shrunk for again
-                    Allocation index = new Allocation();
-                    boolean got = pool.tryAllocate(pool.category("network"), 4 * CHUNK, index, true);
-                    nested.add(got);
-                    if (got) {
-                        pool.free(index);
-                    }
-                    return log.shrink(bytes);
-                }
-            });
+                return log.shrink(bytes);
+            }));
             Allocation a = new Allocation();
             assertTrue(pool.allocator("network").allocate(64 * 1024, a));
             assertEquals(List.of(false), nested, "the nested request met the ceiling without recursing");

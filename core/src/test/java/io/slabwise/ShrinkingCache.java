@@ -121,6 +121,21 @@ class ShrinkingCache implements Shrinker, Relocator {
         }
     }
 
+    /** A shrinker that reports this cache's bytes as reclaimable and answers {@code shrink} with {@code answer}. */
+    Shrinker answering(java.util.function.LongUnaryOperator answer) {
+        return new Shrinker() {
+            @Override
+            public long reclaimable() {
+                return ShrinkingCache.this.reclaimable();
+            }
+
+            @Override
+            public long shrink(long bytes) {
+                return answer.applyAsLong(bytes);
+            }
+        };
+    }
+
     /** Frees every entry. */
     void clear() {
         lock.lock();
