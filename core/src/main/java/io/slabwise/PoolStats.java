@@ -268,9 +268,10 @@ public final class PoolStats {
     /** A one-line summary for a periodic log line. */
     public String summary() {
         return String.format(Locale.ROOT,
-                "requested=%s reserved=%s committed=%s%s chunks=%d idle=%d huge=%d idleHuge=%s blocks=%s internal=%.1f%% external=%.1f%% overhead=%s",
+                "requested=%s reserved=%s committed=%s%s cached=%s chunks=%d idle=%d huge=%d idleHuge=%s blocks=%s"
+                        + " internal=%.1f%% external=%.1f%% overhead=%s",
                 bytes(requested), bytes(reserved), bytes(committed), resident < 0 ? "" : " resident=" + bytes(resident),
-                chunks(), idleChunks(), hugeAllocations, bytes(hugeIdle), bytes(blockRegionBytes),
+                bytes(cachedBytes()), chunks(), idleChunks(), hugeAllocations, bytes(hugeIdle), bytes(blockRegionBytes),
                 internalFragmentation() * 100, externalFragmentation() * 100,
                 requested == 0 ? "n/a" : String.format(Locale.ROOT, "%.2fx", overhead()));
     }
