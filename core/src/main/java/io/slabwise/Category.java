@@ -44,11 +44,11 @@ public final class Category {
     /** The policy at the ceiling or quota; null to use the pool's. */
     volatile LimitPolicy policy;
 
-    Category(MemoryPool pool, String name, int id, boolean tracked, long quota, LimitPolicy policy) {
+    Category(MemoryPool pool, GeneralPool general, String name, int id, boolean tracked, long quota, LimitPolicy policy) {
         this.name = checkName(name);
         this.id = id;
         this.pool = pool;
-        this.allocator = new CategoryAllocator(this);
+        this.allocator = new CategoryAllocator(this, general);
         this.tracked = tracked;
         this.quota = quota;
         this.policy = policy;

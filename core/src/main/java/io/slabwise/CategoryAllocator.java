@@ -4,9 +4,11 @@ package io.slabwise;
 final class CategoryAllocator implements Allocator {
 
     private final Category category;
+    private final GeneralPool general;
 
-    CategoryAllocator(Category category) {
+    CategoryAllocator(Category category, GeneralPool general) {
         this.category = category;
+        this.general = general;
     }
 
     @Override
@@ -16,7 +18,7 @@ final class CategoryAllocator implements Allocator {
 
     @Override
     public boolean allocate(int requested, Allocation out) {
-        return category.pool().allocateInOwnCategory(category, requested, out); // made by the pool for one of its categories
+        return general.allocate(category, requested, out); // made by the pool for one of its categories
     }
 
     @Override

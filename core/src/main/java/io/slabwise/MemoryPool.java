@@ -57,11 +57,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * <table>
  *   <caption>The parts of a pool</caption>
  *   <tr><th>part</th><th>its job</th></tr>
+ *   <tr><td>{@link GeneralPool}</td><td>the drop-in hot path: allocate, free, resize, dedicated regions</td></tr>
  *   <tr><td>{@link Admission}</td><td>open or closed, policies, quotas, the wait at a limit</td></tr>
  *   <tr><td>{@link CommittedMemory}</td><td>regions taken from and given back to the chunk source, the ceiling</td></tr>
  *   <tr><td>{@link ThreadCaches}</td><td>per-thread caches, arena binding, dead threads, counter snapshots</td></tr>
  *   <tr><td>{@link IdleMemory}</td><td>decay, trim, reclaiming at the ceiling and after close</td></tr>
  *   <tr><td>{@link WholeChunks}</td><td>what the sequential allocators and block pools take from the pool</td></tr>
+ *   <tr><td>{@link Compaction}, {@link Pressure}</td><td>emptying sparse chunks through relocators; asking shrinkers for memory</td></tr>
  *   <tr><td>{@link Arena}s</td><td>carving chunks into runs and subpages</td></tr>
  * </table>
  *
@@ -79,10 +81,6 @@ public final class MemoryPool implements AutoCloseable {
 
     private final PoolConfig config;
     private final SizeClasses sizes;
-    /** Requests above this many bytes (and at most a chunk) reserve a run of whole pages, not their size class. */
-    private final int fittedAbove;
-    /** Requests above it get a region of their own; at least {@link #fittedAbove}, at most a chunk. */
-    private final int dedicatedAbove;
     private final DedicatedRegions dedicated;
     private final Arena[] arenas;
     private final CommittedMemory committed;
@@ -103,17 +101,8 @@ public final class MemoryPool implements AutoCloseable {
      */
     private final ConcurrentHashMap<String, SequentialAllocator> sequentialAllocators = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, BlockPool> blockPools = new ConcurrentHashMap<>();
-    private final Attempt generalAttempt = new Attempt() {
-        @Override
-        public int tryOnce(Category category, int requested, Allocation out) {
-            return tryGeneral(category, requested, out);
-        }
-
-        @Override
-        public long leastReserved(int requested) {
-            return reservedSizeFor(requested); // a request that reserves more than a limit can never be served
-        }
-    };
+    /** The drop-in hot path: allocate, free, resize, dedicated regions. */
+    private final GeneralPool general;
     /** Chooses and marks the chunks to empty; the owners' relocators move what lives in them. */
     private final Compaction compaction;
     /** Asks the caches' shrinkers for memory above the high watermark and at the limits. */
@@ -129,9 +118,9 @@ public final class MemoryPool implements AutoCloseable {
         this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
         // above what thread caches keep by class (and above 8 pages, where every class is a run),
         // a run fits the request to whole pages instead of its class: up to 12.5% less reserved
-        this.fittedAbove = Math.min(config.chunkSize(), Math.max(8 * config.pageSize(),
+        int fittedAbove = Math.min(config.chunkSize(), Math.max(8 * config.pageSize(),
                 config.maxCachedSize() <= 0 ? 0 : sizes.size(SizeClasses.indexOf(Math.min(config.maxCachedSize(), config.chunkSize())))));
-        this.dedicatedAbove = Math.min(config.chunkSize(), Math.max(fittedAbove, config.dedicatedAbove()));
+        int dedicatedAbove = Math.min(config.chunkSize(), Math.max(fittedAbove, config.dedicatedAbove()));
         MemoryLimit limit = new MemoryLimit(config.maxMemory(), config.ticker());
         this.committed = new CommittedMemory(config.chunkSource(), limit);
         this.dedicated = new DedicatedRegions(committed, config.ticker(), config.chunkSize());
@@ -146,9 +135,11 @@ public final class MemoryPool implements AutoCloseable {
                 blockPools.values());
         this.pressure = new Pressure(config.pressure(), limit, config.ticker(), idle, config.chunkSize());
         this.admission = new Admission(config, limit, pressure, this::reclaimForCeiling, this::counters);
-        this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, generalAttempt, this::free);
+        this.general = new GeneralPool(sizes, fittedAbove, dedicatedAbove, config.pageSize(), dedicated, threadCaches,
+                admission, idle, committed);
+        this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, general.attempt, general::free);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
-                admission, (arena, c, requested, out) -> tryGeneral(c, requested, out, arena), this::free, this::counters,
+                admission, (arena, c, requested, out) -> general.tryGeneral(c, requested, out, arena), general::free, this::counters,
                 limit, committed, sizes.chunkSize(), config.ticker());
         this.defaultCategory = category(Category.DEFAULT_NAME);
         for (String quotaCategory : config.quotas().keySet()) {
@@ -417,7 +408,7 @@ public final class MemoryPool implements AutoCloseable {
                         + " categories; cannot add '" + name + "' to " + categoriesByName.keySet());
             }
             Long quota = config.quotas().get(name);
-            Category created = new Category(this, name, current.length, config.tracks(name),
+            Category created = new Category(this, general, name, current.length, config.tracks(name),
                     quota != null ? quota : Long.MAX_VALUE, config.categoryPolicies().get(name));
             Category[] grown = Arrays.copyOf(current, current.length + 1);
             grown[created.id] = created;
@@ -525,8 +516,7 @@ public final class MemoryPool implements AutoCloseable {
      * then reserves all of it.
      */
     public int reservedSizeFor(int requested) {
-        checkRequest(requested);
-        return requested > fittedAbove ? sizes.pageRound(requested) : sizes.size(SizeClasses.indexOf(Math.max(1, requested)));
+        return general.reservedSizeFor(requested);
     }
 
     /**
@@ -552,14 +542,7 @@ public final class MemoryPool implements AutoCloseable {
      */
     public boolean allocate(Category category, int requested, Allocation out) {
         checkCategory(category);
-        return allocateInOwnCategory(category, requested, out);
-    }
-
-    /** {@link #allocate(Category, int, Allocation)} for a category known to be this pool's. */
-    boolean allocateInOwnCategory(Category category, int requested, Allocation out) {
-        checkRequest(requested);
-        checkNotLive(out);
-        return admission.admit(generalAttempt, category, requested, out);
+        return general.allocate(category, requested, out);
     }
 
     /** Allocations waiting at the ceiling or a quota right now. */
@@ -580,79 +563,26 @@ public final class MemoryPool implements AutoCloseable {
      * {@link LimitPolicy#WAIT} included.
      */
     public boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
-        checkRequest(requested);
         checkCategory(category);
-        checkNotLive(out);
-        return admission.admit(generalAttempt, category, requested, out, returnFalseAtLimit);
+        return general.tryAllocate(category, requested, out, returnFalseAtLimit);
     }
 
 
     /**
-     * Allocates {@code requested} bytes for {@code category}, a category of
-     * this pool, into a blank holder from the calling thread's stash; freed
-     * with {@link #free} on the same thread, the holder goes back to the
-     * stash (a virtual thread's, freed on any thread, to the stash its
-     * arena's virtual threads share). For the Netty adapter (through {@code io.slabwise.internal.EngineAccess}),
-     * whose buffers never show their holder to anyone: an allocate and release
-     * then makes no object here. The thread's cache is looked up once, here,
-     * and the holder carries it to {@link #tryGeneral}.
+     * For the Netty adapter (through {@code io.slabwise.internal.EngineAccess}):
+     * an allocation in a holder from the calling thread's stash, whose buffer
+     * never shows it to anyone; see {@link GeneralPool#allocateStashed}.
      *
-     * @param returnNullAtLimit as in {@link #tryAllocate}: null at a limit whatever the category's policy
      * @return the filled holder, or null when refused at a limit without an exception
      */
     Allocation allocateStashed(Category category, int requested, boolean returnNullAtLimit) {
-        checkRequest(requested);
         checkCategory(category);
-        ThreadCache cache = threadCaches.current();
-        if (admission.admitsFreely(category)) {
-            Allocation filled = cache.takeFilled(category, requested);
-            if (filled != null) {
-                return filled; // the common case: a holder this thread released, its memory still in it
-            }
-        }
-        Allocation out = cache.takeHolder();
-        return admission.admit(generalAttempt, category, requested, out, returnNullAtLimit) ? out : null;
+        return general.allocateStashed(category, requested, returnNullAtLimit);
     }
 
     static void checkNotLive(Allocation out) {
         if (out.isLive()) {
             throw new IllegalStateException("the allocation holder is still live: " + out);
-        }
-    }
-
-    /** One try at the general pool: {@link Attempt#DONE}, or why it was refused. */
-    private int tryGeneral(Category category, int requested, Allocation out) {
-        return tryGeneral(category, requested, out, null);
-    }
-
-    /**
-     * One try at the general pool; with {@code moveTo} (a compaction's move)
-     * in that arena, the one the moved memory leaves, past the thread cache.
-     */
-    private int tryGeneral(Category category, int requested, Allocation out, Arena moveTo) {
-        boolean huge = requested > dedicatedAbove;
-        int sizeIndex = huge ? -1 : SizeClasses.indexOf(Math.max(1, requested));
-        int reserved = huge || requested > fittedAbove ? sizes.pageRound(requested) : sizes.size(sizeIndex);
-        if (!category.admit(reserved)) {
-            return Attempt.QUOTA;
-        }
-        try {
-            // a holder from a stash names the caller's cache already (see allocateStashed)
-            ThreadCache cache = out.owner != null ? out.owner : threadCaches.current();
-            if (huge) {
-                allocateDedicated(cache, category, requested, reserved, out);
-            } else if (moveTo != null) {
-                cache.allocateForMove(moveTo, category, requested, sizeIndex, reserved, out);
-            } else {
-                cache.allocate(category, requested, sizeIndex, reserved, out);
-            }
-            return Attempt.DONE;
-        } catch (CeilingReached e) {
-            category.release(reserved);
-            return Attempt.CEILING;
-        } catch (RuntimeException | Error e) { // the chunk source failed: the quota is as it was
-            category.release(reserved);
-            throw e;
         }
     }
 
@@ -662,7 +592,7 @@ public final class MemoryPool implements AutoCloseable {
      * an allocation but cannot return null themselves.
      */
     public MemoryLimitException limitException(Category category, int requested) {
-        return admission.exceptionFor(category, requested, reservedSizeFor(Math.max(0, requested)));
+        return general.limitException(category, requested);
     }
 
     /**
@@ -718,102 +648,7 @@ public final class MemoryPool implements AutoCloseable {
      * @throws IllegalStateException when it holds no live memory (a double free)
      */
     public void free(Allocation allocation) {
-        Chunk chunk = allocation.chunk;
-        if (chunk == null || allocation.kept) {
-            throw new IllegalStateException("double free: the allocation holds no live memory");
-        }
-        ThreadCache owner = allocation.owner;
-        Category category = allocation.category;
-        boolean counted = false;
-        if (allocation.stashed && allocation.releaser == null && owner.isOwnerThread() && !chunk.evacuating
-                && admission.admitsFreely(category)) {
-            // the common case, kept short so that it inlines: a buffer released on the thread that allocated it
-            owner.countRelease(category, allocation.requested, allocation.reserved, false, true);
-            if (chunk.huge ? owner.keepDedicatedFilled(allocation) : owner.keepFilled(allocation)) {
-                return; // the holder keeps its memory for this thread's next allocation of its class (or pages)
-            }
-            counted = true;
-        }
-        release(allocation, chunk, owner, category, counted);
-    }
-
-    /** The rest of {@link #free}: every release whose holder is not kept filled; {@code counted} when it was counted. */
-    private void release(Allocation allocation, Chunk chunk, ThreadCache owner, Category category, boolean counted) {
-        int reserved = allocation.reserved;
-        Releaser releaser = allocation.releaser;
-        if (!counted && releaser == null && owner instanceof SharedCache) {
-            // a virtual thread's allocation: one step under the shared cache's lock, which orders its checks
-            // against the flush that a close, a waiter or a compaction asks of the shared cache
-            int outcome = ((SharedCache) owner).release(allocation, admission);
-            if (outcome != SharedCache.PASSED) { // the holder is done with: it may already serve another thread
-                if (outcome == SharedCache.KEPT) {
-                    return;
-                }
-                afterRelease(category, reserved, admission.isClosed());
-                return;
-            }
-        }
-        boolean onOwnerThread = owner.isOwnerThread();
-        boolean closed = admission.isClosed();
-        if (releaser != null) {
-            owner.countRelease(category, allocation.requested, reserved, true, onOwnerThread);
-            releaser.release(allocation);
-            allocation.clear();
-            if (admission.hasWaiters()) {
-                answerFlushRequest(owner, onOwnerThread); // its cache may hold what a waiter needs
-            }
-        } else {
-            if (!counted) {
-                owner.countRelease(category, allocation.requested, reserved, false, onOwnerThread);
-            }
-            long handle = allocation.handle;
-            int sizeIndex = allocation.sizeIndex;
-            allocation.clear();
-            if (chunk.huge) {
-                freeDedicated(chunk, closed, onOwnerThread ? owner : null);
-                answerFlushRequest(owner, onOwnerThread);
-            } else if (closed || chunk.evacuating || admission.hasWaiters()) {
-                // closed, a chunk being emptied, or someone waits for memory: not into this thread's cache
-                chunk.arena.free(chunk, handle);
-                answerFlushRequest(owner, onOwnerThread);
-            } else {
-                // the allocating thread releasing is the common case: its cache is at hand without a thread-local look-up
-                (onOwnerThread ? owner : threadCaches.current()).free(chunk, handle, sizeIndex);
-            }
-        }
-        // read again: a close() between the read above and the caching (a shared cache's lock taken by then)
-        // found nothing to flush yet, and no later operation flushes a shared cache of a closed pool
-        afterRelease(category, reserved, closed || admission.isClosed());
-        // cleared above; its next use is its owner's next allocation (a virtual thread's holder that came
-        // this way, past a busy or flushing shared cache, is left to the garbage collector)
-        if (allocation.stashed && !(owner instanceof SharedCache)) {
-            if (onOwnerThread) {
-                owner.stash.stash(allocation);
-            } else {
-                owner.stash.returnHolder(allocation);
-            }
-        }
-    }
-
-    /**
-     * What every release that gave memory back ends with: the category's
-     * tracked bytes, a waiter woken, and in a {@code closed} pool the memory
-     * given back at once, with whatever the thread caches hold (a virtual
-     * thread may have cached its memory in a shared cache as the pool closed).
-     */
-    private void afterRelease(Category category, int reserved, boolean closed) {
-        // read again now that the memory is back: a caller that began to wait after the checks above
-        // may already have failed its try, and must be woken by this release
-        if (category.release(reserved) || admission.hasWaiters()) {
-            admission.released();
-        }
-        if (closed) {
-            // a closed pool gives each chunk back as soon as it is empty; the shared caches are flushed first
-            idle.reclaimAll(false);
-            if (committed.committed() == 0) {
-                idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
-            }
-        }
+        general.free(allocation);
     }
 
     /**
@@ -823,36 +658,7 @@ public final class MemoryPool implements AutoCloseable {
      * @return true when the allocation was resized in place, false when it must move
      */
     public boolean resizeInPlace(Allocation allocation, int newRequested) {
-        if (!allocation.isLive()) {
-            throw new IllegalStateException("the allocation holds no live memory");
-        }
-        if (newRequested < 0 || newRequested > allocation.reserved) {
-            return false;
-        }
-        if (allocation.releaser != null) {
-            if (!allocation.releaser.resizeInPlace(allocation, newRequested)) {
-                return false;
-            }
-            countResize(allocation, newRequested);
-            return true;
-        }
-        // in place while a request of the new size would reserve just as much (the same class, or the same pages):
-        // a run stays a run of its class (or pages), even past a dedicated threshold that is not a whole number of
-        // pages, which its last page may cross; a dedicated region serves what it could be reused for
-        boolean fits = allocation.chunk.huge
-                ? newRequested > dedicatedAbove && DedicatedRegions.fits(allocation.reserved, sizes.pageRound(newRequested))
-                : reservedSizeFor(newRequested) == allocation.reserved;
-        if (!fits) {
-            return false;
-        }
-        countResize(allocation, newRequested);
-        return true;
-    }
-
-    private void countResize(Allocation allocation, int newRequested) {
-        ThreadCache owner = allocation.owner;
-        owner.countResize(allocation.category, (long) newRequested - allocation.requested, owner.isOwnerThread());
-        allocation.requested = newRequested;
+        return general.resizeInPlace(allocation, newRequested);
     }
 
     SizeClasses sizes() {
@@ -864,70 +670,9 @@ public final class MemoryPool implements AutoCloseable {
         return admission.hasWaiters();
     }
 
-    /**
-     * A region of its own for a request above {@link #dedicatedAbove}: an
-     * idle one that fits ({@link DedicatedRegions#fits}), or a new one of
-     * {@code pages} bytes. A reused region larger than {@code pages} reserves
-     * all of it, so the category is charged the difference too; where its
-     * quota has no room for that, a new region is committed instead.
-     */
-    private void allocateDedicated(ThreadCache cache, Category category, int requested, int pages, Allocation out) {
-        Chunk slotted = cache.isOwnerThread() ? cache.takeDedicated(pages) : null; // the thread's own slot: no lock
-        Chunk chunk = dedicated.take(category, pages, cache.arena, slotted);
-        int size = chunk.chunkSize();
-        out.chunk = chunk;
-        out.handle = 0;
-        out.place(-1, 0, category, requested, size);
-        cache.countAllocation(category, requested, size, false, out);
-    }
-
-    /**
-     * Answers a flush asked of the releasing thread's own cache (by a trim, a
-     * caller waiting at a limit or a compaction) on a release that passed that
-     * cache by: its owner answers at its next allocation or release, whichever
-     * path that takes, or a caller waiting at the ceiling could time out while
-     * the memory it needs sits in the cache of a thread that only releases.
-     * Before the release is signalled, so that a waiter woken by it finds the
-     * memory back in its arena. A thread with no cache of its own is not
-     * given one; a shared cache answers when its lock is given back; a closed
-     * pool's caches are flushed by {@link #afterRelease}.
-     */
-    private void answerFlushRequest(ThreadCache owner, boolean onOwnerThread) {
-        if (admission.isClosed()) {
-            return;
-        }
-        ThreadCache mine = onOwnerThread ? owner : threadCaches.own();
-        if (mine != null) {
-            mine.flushIfRequested();
-        }
-    }
-
-    /**
-     * Gives a dedicated region back while the pool is open: into the
-     * releasing thread's slot when it allocated the region, its slot is free
-     * and no caller waits for memory (as a release then passes every cache
-     * by), else idle for any thread, where a caller at the ceiling can take
-     * it back; to the chunk source once the pool is closed.
-     */
-    private void freeDedicated(Chunk chunk, boolean closed, ThreadCache ownerReleasing) {
-        if (!closed && ownerReleasing != null && !admission.hasWaiters() && ownerReleasing.keepDedicated(chunk)) {
-            return; // still counted, as in a slot (see DedicatedRegions); a trim or close() asks the owner to flush it
-        }
-        dedicated.giveBack(chunk); // straight back once the pool is closed
-    }
-
-    private void checkRequest(int requested) {
-        if (requested < 0) {
-            throw new IllegalArgumentException("requested size must not be negative: " + requested);
-        }
-        if (requested > maxRequest()) {
-            throw new IllegalArgumentException("requested size " + requested + " exceeds the largest allocation, " + maxRequest());
-        }
-    }
-
     /** The largest request the pool serves. */
     public int maxRequest() {
-        return Integer.MAX_VALUE & -config.pageSize();
+        return general.maxRequest();
     }
 
     /** Caches of platform threads registered now; for tests. */

@@ -9,6 +9,26 @@
  * and {@link io.slabwise.Scheduler} plug-in points. Everything else is
  * package-private, and {@code ApiBoundaryTest} keeps it so.
  *
+ * <h2>The façade, its parts and the carving engine</h2>
+ * {@code MemoryPool} routes; each job is a part of its own, and parts depend
+ * on the parts they use, never on the façade:
+ * <table>
+ *   <caption>The engine's layout</caption>
+ *   <tr><th>layer</th><th>classes</th><th>job</th></tr>
+ *   <tr><td>façade</td><td>{@code MemoryPool}</td><td>the API; builds and wires the parts; categories</td></tr>
+ *   <tr><td>parts</td><td>{@code GeneralPool}</td><td>the drop-in hot path: allocate, free, resize, dedicated regions</td></tr>
+ *   <tr><td></td><td>{@code Admission}, {@code MemoryLimit}</td><td>open or closed, policies, quotas, the ceiling and its fair waits</td></tr>
+ *   <tr><td></td><td>{@code CommittedMemory}, {@code DedicatedRegions}, {@code WholeChunks}</td><td>regions from and to the chunk source</td></tr>
+ *   <tr><td></td><td>{@code ThreadCaches}, {@code ThreadCache}, {@code SharedCache}, {@code LargeSlots},
+ *       {@code HolderStash}, {@code ThreadCounters}</td><td>per-thread caches and accounting</td></tr>
+ *   <tr><td></td><td>{@code IdleMemory}</td><td>decay, trim, reclaiming at the ceiling</td></tr>
+ *   <tr><td></td><td>{@code Compaction}, {@code Evacuation}; {@code Pressure}</td><td>emptying sparse chunks
+ *       through owners' relocators; asking owners' shrinkers for memory</td></tr>
+ *   <tr><td>carving</td><td>{@code Arena}, {@code Chunk}, {@code Subpage}, {@code SizeClasses},
+ *       {@code PlacementIndex}, {@code OccupancyBands}</td><td>chunks into runs and subpages</td></tr>
+ *   <tr><td>cache allocators</td><td>{@code SequentialAllocator}, {@code BlockPool}</td><td>FIFO slabs, fixed blocks</td></tr>
+ * </table>
+ *
  * <h2>Who owns what (the concurrency contract)</h2>
  * <ul>
  *   <li><b>Arena</b> state (its chunks, their free-run indexes, subpages and
@@ -60,6 +80,10 @@
  *       producer takes the arena's lock instead. No lock is global.</li>
  *   <li><b>Committed</b> bytes are an atomic counter changed only when a region
  *       is taken from or given back to the chunk source.</li>
+ *   <li><b>Pressure</b>: the background tick's episode state is guarded by a
+ *       compare-and-set, one tick at a time; shrinkers and relocators are
+ *       called with no pool lock held, and must never wait for a lock of
+ *       their own.</li>
  * </ul>
  */
 package io.slabwise;
