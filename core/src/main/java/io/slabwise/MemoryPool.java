@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * The memory engine's public front: a pool of native memory carved from
@@ -149,22 +150,30 @@ public final class MemoryPool implements AutoCloseable {
             category(floorCategory);
         }
         CLEANER.register(this, committed.reclaimerOnCollection());
-        this.decayTask = new DecayTask(this).scheduleOn(config.scheduler());
+        this.decayTask = PoolTask.repeat(this, DECAY_PERIOD, MemoryPool::decay);
         LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);
     }
 
-    /** The periodic decay; holds the pool weakly, so a pool nobody uses can be collected, and then cancels itself. */
-    private static final class DecayTask implements Runnable {
+    /**
+     * Periodic work of a pool (the decay, the pressure check) on its
+     * scheduler; holds the pool weakly, so a pool nobody uses can be
+     * collected, and then cancels itself.
+     */
+    private static final class PoolTask implements Runnable {
         private final WeakReference<MemoryPool> pool;
+        private final Consumer<MemoryPool> work;
         private volatile Scheduler.Cancellable handle;
 
-        DecayTask(MemoryPool pool) {
+        private PoolTask(MemoryPool pool, Consumer<MemoryPool> work) {
             this.pool = new WeakReference<>(pool);
+            this.work = work;
         }
 
-        Scheduler.Cancellable scheduleOn(Scheduler scheduler) {
-            Scheduler.Cancellable scheduled = scheduler.repeat(this, DECAY_PERIOD);
-            handle = scheduled;
+        /** Runs {@code work} on {@code pool} every {@code period} on the pool's scheduler while the pool lives. */
+        static Scheduler.Cancellable repeat(MemoryPool pool, Duration period, Consumer<MemoryPool> work) {
+            PoolTask task = new PoolTask(pool, work);
+            Scheduler.Cancellable scheduled = pool.config.scheduler().repeat(task, period);
+            task.handle = scheduled;
             return scheduled;
         }
 
@@ -172,7 +181,7 @@ public final class MemoryPool implements AutoCloseable {
         public void run() {
             MemoryPool live = pool.get();
             if (live != null) {
-                live.decay();
+                work.accept(live);
             } else if (handle != null) {
                 handle.cancel();
             }
@@ -308,42 +317,23 @@ public final class MemoryPool implements AutoCloseable {
         if (shrinker != null && pressureTask == null && pressure.active() && config.pressure().background()) {
             synchronized (pressure) {
                 if (pressureTask == null) {
-                    pressureTask = new PressureTask(this).scheduleOn(config.scheduler(), config.pressure().checkPeriod());
+                    pressureTask = PoolTask.repeat(this, config.pressure().checkPeriod(), MemoryPool::pressureTick);
                 }
             }
         }
         return previous;
     }
 
+    /** One background pressure check; none once the pool is closed. */
+    private void pressureTick() {
+        if (!admission.isClosed()) {
+            pressure.background(compaction);
+        }
+    }
+
     /** What memory pressure has done so far: shrinkers asked and answers, watermark crossings, allocations that shrank. */
     public PressureStats pressureStats() {
         return pressure.stats();
-    }
-
-    /** The periodic pressure check; holds the pool weakly, like {@link DecayTask}. */
-    private static final class PressureTask implements Runnable {
-        private final WeakReference<MemoryPool> pool;
-        private volatile Scheduler.Cancellable handle;
-
-        PressureTask(MemoryPool pool) {
-            this.pool = new WeakReference<>(pool);
-        }
-
-        Scheduler.Cancellable scheduleOn(Scheduler scheduler, Duration period) {
-            Scheduler.Cancellable scheduled = scheduler.repeat(this, period);
-            handle = scheduled;
-            return scheduled;
-        }
-
-        @Override
-        public void run() {
-            MemoryPool live = pool.get();
-            if (live != null && !live.isClosed()) {
-                live.pressure.background(live.compaction);
-            } else if (handle != null) {
-                handle.cancel();
-            }
-        }
     }
 
     /**
@@ -799,17 +789,7 @@ public final class MemoryPool implements AutoCloseable {
             }
             sb.append("]\n");
         }
-        PressureStats p = pressure.stats();
-        if (pressure.active() && !p.categories().isEmpty()) {
-            sb.append(String.format(Locale.ROOT, "  pressure: watermarks %s; crossed %d times, %d background rounds gave back"
-                            + " %d bytes; %d allocations at a limit shrank (%d then served, longest %d us)%n",
-                    pressure.describe(), p.highWatermarkCrossings(), p.backgroundRounds(), p.backgroundGivenBack(),
-                    p.limitShrinks(), p.limitShrinksServed(), p.maxLimitShrinkNanos() / 1000));
-            for (PressureStats.CategoryPressure c : p.categories()) {
-                sb.append(String.format(Locale.ROOT, "    shrinker %-16s %d calls, asked %d bytes, freed %d bytes,"
-                        + " busy %d, failed %d%n", c.name(), c.calls(), c.asked(), c.freed(), c.busy(), c.failures()));
-            }
-        }
+        pressure.report(sb);
         return sb.toString();
     }
 

@@ -2,6 +2,7 @@ package io.slabwise;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -484,8 +485,19 @@ final class Pressure {
                 limitShrinksServed.get(), shrinkNanos.get(), maxLimitShrinkNanos.get(), categories);
     }
 
-    /** The watermarks in bytes, for the report; {@code "off"} when inactive. */
-    String describe() {
-        return active ? "high " + high + " bytes, low " + low + " bytes" : "off";
+    /** Appends the report's lines on pressure: none while no shrinker was ever registered, or pressure is off. */
+    void report(StringBuilder sb) {
+        PressureStats p = stats();
+        if (!active || p.categories().isEmpty()) {
+            return;
+        }
+        sb.append(String.format(Locale.ROOT, "  pressure: watermarks high %d bytes, low %d bytes; crossed %d times, %d"
+                        + " background rounds gave back %d bytes; %d allocations at a limit shrank (%d then served, longest %d us)%n",
+                high, low, p.highWatermarkCrossings(), p.backgroundRounds(), p.backgroundGivenBack(),
+                p.limitShrinks(), p.limitShrinksServed(), p.maxLimitShrinkNanos() / 1000));
+        for (PressureStats.CategoryPressure c : p.categories()) {
+            sb.append(String.format(Locale.ROOT, "    shrinker %-16s %d calls, asked %d bytes, freed %d bytes,"
+                    + " busy %d, failed %d%n", c.name(), c.calls(), c.asked(), c.freed(), c.busy(), c.failures()));
+        }
     }
 }
