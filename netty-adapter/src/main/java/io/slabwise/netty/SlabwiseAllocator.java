@@ -294,7 +294,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      * cache that drops its coldest buffers when the pool asks, before anyone
      * is refused at the ceiling and in the background above the high
      * watermark; null removes it. Event loops shrink inline, within the
-     * bounds of {@link io.slabwise.PressureConfig#inline}, and never wait.
+     * bounds of {@link io.slabwise.PressureConfig#inlineBytes()}, and never wait.
      *
      * @return the shrinker it replaced, or null
      * @see MemoryPool#setShrinker(String, Shrinker)
