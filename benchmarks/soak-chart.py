@@ -22,6 +22,8 @@ def rows(path):
             out.append({k: float(v) for k, v in r.items() if k is not None and v not in (None, "")})
         except ValueError:
             continue  # the end row carries text
+    if len(out) > 1 and out[-1].get("committed", 1) == 0:
+        out.pop()  # the end row: everything released and the pool closed
     return out
 
 
