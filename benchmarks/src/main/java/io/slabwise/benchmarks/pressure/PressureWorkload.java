@@ -7,6 +7,7 @@ import io.slabwise.MemoryLimitException;
 import io.slabwise.PressureConfig;
 import io.slabwise.PressureStats;
 import io.slabwise.benchmarks.CommandLine;
+import io.slabwise.benchmarks.simulator.Distributions.Zipf;
 
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
@@ -18,7 +19,6 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -404,28 +404,6 @@ public final class PressureWorkload {
         double lo = Math.log(min);
         double hi = Math.log(max);
         return Math.max(min, Math.min(max, Math.round(Math.exp(lo + random.nextDouble() * (hi - lo)))));
-    }
-
-    /** Zipf-distributed keys in {@code [0, n)}: key 0 is the most popular. */
-    static final class Zipf {
-        private final double[] cumulative;
-
-        Zipf(int n, double exponent) {
-            cumulative = new double[n];
-            double sum = 0;
-            for (int i = 0; i < n; i++) {
-                sum += 1 / Math.pow(i + 1, exponent);
-                cumulative[i] = sum;
-            }
-            for (int i = 0; i < n; i++) {
-                cumulative[i] /= sum;
-            }
-        }
-
-        int next(Random random) {
-            int at = Arrays.binarySearch(cumulative, random.nextDouble());
-            return Math.min(cumulative.length - 1, at >= 0 ? at : -at - 1);
-        }
     }
 
     /** The hits, reads and memory of one phase. */

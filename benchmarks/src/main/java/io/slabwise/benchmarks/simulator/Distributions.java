@@ -2,8 +2,8 @@ package io.slabwise.benchmarks.simulator;
 
 import java.util.Random;
 
-/** Size and key distributions of the workloads. */
-final class Distributions {
+/** Size and key distributions of the workloads (the simulator's and the pressure workload's). */
+public final class Distributions {
 
     private Distributions() {
     }
@@ -21,10 +21,11 @@ final class Distributions {
     }
 
     /** Zipf-distributed keys in {@code [0, n)}: key 0 is the most popular. */
-    static final class Zipf {
+    public static final class Zipf {
         private final double[] cumulative;
 
-        Zipf(int n, double exponent) {
+        /** Keys {@code 0..n-1}, key {@code k} drawn in proportion to {@code 1 / (k + 1)^exponent}. */
+        public Zipf(int n, double exponent) {
             cumulative = new double[n];
             double sum = 0;
             for (int i = 0; i < n; i++) {
@@ -36,7 +37,8 @@ final class Distributions {
             }
         }
 
-        int next(Random random) {
+        /** The next key: one {@code nextDouble()} of {@code random}. */
+        public int next(Random random) {
             double u = random.nextDouble();
             int lo = 0;
             int hi = cumulative.length - 1;
