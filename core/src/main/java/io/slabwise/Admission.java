@@ -1,12 +1,12 @@
 package io.slabwise;
 
-import java.util.function.Supplier;
-
 /**
  * Admission: whether an allocation may take memory now, and what happens when
- * it may not. It owns the pool's open/closed state, the policies, the quota
- * changes and the wait at a limit; the ceiling and the wait queues themselves
- * are in {@link MemoryLimit}, each category's quota in its {@link Category}.
+ * it may not. It opens and closes the pool, and owns the policies, the quota
+ * changes and the wait at a limit; the ceiling, the wait queues and the
+ * closed flag themselves are in {@link MemoryLimit} (which the thread caches
+ * and the background work read too), each category's quota in its
+ * {@link Category}.
  *
  * <pre>
  *  allocate ──▶ closed? ──yes──▶ IllegalStateException
@@ -38,39 +38,38 @@ final class Admission {
     /** Asks the caches' shrinkers for memory before the policy applies at a limit. */
     private final Pressure pressure;
     /** Takes back idle memory before a refusal at the ceiling. */
-    private final Runnable reclaimForCeiling;
-    /** The pool's counters, for the figures in a refusal's message. */
-    private final Supplier<ThreadCaches.Snapshot> counters;
+    private final CeilingReclaim reclaim;
+    /** The pool's figures, for a refusal's message. */
+    private final Statistics statistics;
     /** Refusals and waits, per category and limit. */
     private final LimitCounters limitCounters = new LimitCounters();
-    private volatile boolean closed;
 
-    Admission(PoolConfig config, MemoryLimit limit, Pressure pressure, Runnable reclaimForCeiling,
-              Supplier<ThreadCaches.Snapshot> counters) {
+    /** What admission asks for before it refuses an allocation at the ceiling. */
+    interface CeilingReclaim {
+        /** Gives back what is idle (and may compact), so that a retry can commit; on the refused thread. */
+        void reclaimForCeiling();
+    }
+
+    Admission(PoolConfig config, MemoryLimit limit, Pressure pressure, CeilingReclaim reclaim, Statistics statistics) {
         this.config = config;
         this.limit = limit;
         this.pressure = pressure;
-        this.reclaimForCeiling = reclaimForCeiling;
-        this.counters = counters;
+        this.reclaim = reclaim;
+        this.statistics = statistics;
     }
 
     /** Refuses every allocation from now on and wakes the callers waiting at a limit; false when already closed. */
-    synchronized boolean close() {
-        if (closed) {
-            return false;
-        }
-        closed = true;
-        limit.released(); // waiting callers wake up and find the pool closed
-        return true;
+    boolean close() {
+        return limit.close(); // waiting callers wake up and find the pool closed
     }
 
     boolean isClosed() {
-        return closed;
+        return limit.isClosed();
     }
 
     /** @throws IllegalStateException when the pool is closed */
     void checkOpen() {
-        if (closed) {
+        if (limit.isClosed()) {
             throw new IllegalStateException("this pool is closed: no new allocations (" + config.chunkSource()
                     + " chunks, " + limit.committed() + " bytes still committed for live buffers)");
         }
@@ -122,7 +121,7 @@ final class Admission {
      * bytes, so the ceiling cannot refuse it.
      */
     boolean admitsFreely(Category category) {
-        return !category.tracked && !closed && !limit.hasWaiters();
+        return !category.tracked && !limit.isClosed() && !limit.hasWaiters();
     }
 
     /**
@@ -160,7 +159,7 @@ final class Admission {
      */
     private boolean atLimit(Attempt attempt, Category category, int requested, Allocation out, int refusal, LimitPolicy policy) {
         if (refusal == Attempt.CEILING) {
-            reclaimForCeiling.run();
+            reclaim.reclaimForCeiling();
             refusal = attempt.tryOnce(category, requested, out);
             if (refusal == Attempt.DONE) {
                 return true;
@@ -168,7 +167,7 @@ final class Admission {
         }
         // caches give back what they can spare before anyone is refused or waits
         refusal = pressure.relieve(attempt, category, requested, out, refusal, config.waitAllowed().getAsBoolean(),
-                reclaimForCeiling);
+                reclaim::reclaimForCeiling);
         if (refusal == Attempt.DONE) {
             return true;
         }
@@ -234,7 +233,7 @@ final class Admission {
             MemoryLimitException.Kind waitedFor = kindOf(queue);
             limitCounters.waited(category, waitedFor, config.ticker().read() - waitStart);
             PoolEvents.endWait(waitEvent, category.name(), requested, waitedFor,
-                    outcome != null ? outcome : closed ? PoolEvents.CLOSED : PoolEvents.FAILED);
+                    outcome != null ? outcome : limit.isClosed() ? PoolEvents.CLOSED : PoolEvents.FAILED);
         }
     }
 
@@ -254,7 +253,7 @@ final class Admission {
             long seen = limit.releaseCount();
             int refusal = attempt.tryOnce(category, requested, out);
             if (refusal == Attempt.CEILING) {
-                reclaimForCeiling.run();
+                reclaim.reclaimForCeiling();
                 refusal = attempt.tryOnce(category, requested, out);
             }
             if (refusal == Attempt.DONE) {
@@ -280,13 +279,17 @@ final class Admission {
     /**
      * The line a caller refused with {@code refusal} waits in: that of the
      * limit that refused it. One that lined up without trying waits for its
-     * quota when the quota has no room for it, or when nobody waits at the
-     * ceiling; else for the ceiling.
+     * quota (if it has one) when the quota has no room for it, or when nobody
+     * waits at the ceiling; else for the ceiling.
      */
     private MemoryLimit.WaitQueue queueFor(int refusal, Attempt attempt, Category category, int requested) {
         if (refusal == Attempt.QUEUED) {
-            boolean quotaFull = category.tracked
-                    && category.trackedReserved.get() + Math.max(requested, attempt.leastReserved(requested)) > category.quota;
+            if (!category.tracked) {
+                // no quota to wait for, even when the callers it lined up behind have left the ceiling's line
+                // since: a timeout there would name a quota the category does not have
+                return limit.ceilingQueue;
+            }
+            boolean quotaFull = category.trackedReserved.get() + Math.max(requested, attempt.leastReserved(requested)) > category.quota;
             return quotaFull || !limit.ceilingQueue.hasWaiters() ? category.quotaQueue : limit.ceilingQueue;
         }
         return refusal == Attempt.QUOTA ? category.quotaQueue : limit.ceilingQueue;
@@ -373,7 +376,7 @@ final class Admission {
     }
 
     private MemoryLimitException exception(Category category, int requested, MemoryLimitException.Kind kind, String suffix) {
-        ThreadCaches.Snapshot counts = counters.get();
+        ThreadCaches.Snapshot counts = statistics.counters();
         String usage = "requested=" + counts.totalRequested() + " reserved=" + counts.totalReserved()
                 + " committed=" + counts.committed;
         if (kind == MemoryLimitException.Kind.QUOTA) {

@@ -1,5 +1,7 @@
 package io.slabwise;
 
+import io.slabwise.internal.EngineAccess;
+
 import java.nio.ByteBuffer;
 
 /**
@@ -17,6 +19,12 @@ import java.nio.ByteBuffer;
  * </pre>
  */
 public final class Allocation {
+
+    static {
+        // the Netty adapter's typed access to the engine: registered with the first class it needs
+        EngineAccess.register(new AdapterAccess());
+    }
+
 
     Chunk chunk;
     Category category;
@@ -79,6 +87,13 @@ public final class Allocation {
     /** Whether the holder currently describes live pool memory. */
     public boolean isLive() {
         return chunk != null && !kept;
+    }
+
+    /** @throws IllegalStateException when this holder still holds live memory: it must be freed before reuse */
+    void checkNotLive() {
+        if (isLive()) {
+            throw new IllegalStateException("the allocation holder is still live: " + this);
+        }
     }
 
     /** The native address of the first byte. */

@@ -7,8 +7,8 @@ package io.slabwise;
  * came from, so that a buffer that must grow moves within the same strategy
  * and category.
  *
- * <p>Memory from any allocator is freed with {@link MemoryPool#free} and
- * resized with {@link MemoryPool#resizeInPlace}.
+ * <p>Memory from any allocator is freed with {@link #free} (or
+ * {@link MemoryPool#free}) and resized with {@link MemoryPool#resizeInPlace}.
  *
  * <p>Implementations are safe to use from any thread; memory may be freed on a
  * thread other than the one that allocated it.
@@ -38,5 +38,22 @@ public interface Allocator {
      */
     default boolean serves(int requested) {
         return requested >= 0;
+    }
+
+    /**
+     * Gives back the memory {@code allocation} holds, into the pool it came
+     * from, as {@link MemoryPool#free} does: any allocator of a category may
+     * free memory of any other (a buffer that outgrew a sequential allocator
+     * holds memory of its category's general pool). {@code allocation} is
+     * cleared and may be reused.
+     *
+     * @throws IllegalStateException when it holds no live memory (a double free)
+     */
+    default void free(Allocation allocation) {
+        Category category = allocation.category();
+        if (category == null) {
+            throw new IllegalStateException("double free: the allocation holds no live memory");
+        }
+        category.allocator.free(allocation);
     }
 }

@@ -253,7 +253,7 @@ public final class BlockPool {
     /** Takes one whole block into {@code out}; the limit policy of the category applies. */
     public boolean allocateBlock(Allocation out) {
         admission.checkOpen();
-        MemoryPool.checkNotLive(out);
+        out.checkNotLive();
         return admission.admit((c, size, o) -> {
             int result = trySlot(blocks, blocks.slotSize, 1, callerStripe(), o);
             if (result == Attempt.DONE) {

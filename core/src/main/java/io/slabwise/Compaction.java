@@ -13,8 +13,6 @@ import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Consumer;
-import java.util.function.Supplier;
 
 /**
  * Compaction: empties sparsely used chunks by having their owners move what
@@ -87,13 +85,6 @@ final class Compaction {
         }
     }
 
-    /** One try at general-pool memory for a move, in a given arena: the general pool's {@link Attempt} with its arena. */
-    @FunctionalInterface
-    interface GeneralMove {
-        /** Tries once to fill {@code out} from {@code arena}; returns {@link Attempt#DONE} or why it was refused. */
-        int tryIn(Arena arena, Category category, int requested, Allocation out);
-    }
-
     /** A chunk (or block) a compaction may empty, with how to start and end its evacuation. */
     abstract static class Victim {
         final Chunk chunk;
@@ -146,10 +137,11 @@ final class Compaction {
     private final Collection<SequentialAllocator> sequentialAllocators;
     private final Collection<BlockPool> blockPools;
     private final ThreadCaches threadCaches;
-    private final GeneralMove generalMove;
+    /** Where moves take new memory, in the arena they leave, and give back what they could not use. */
+    private final GeneralPool general;
     private final Admission admission;
-    private final Consumer<Allocation> free;
-    private final Supplier<ThreadCaches.Snapshot> counters;
+    /** The counters, for which relocatable categories hold general-pool memory. */
+    private final Statistics statistics;
     /** Whether chunks are carved from region groups: a group goes back only when all of it empties. */
     private final boolean grouped;
     /** The ceiling: its room left, and the reserve kept for compactions' moves. */
@@ -177,18 +169,16 @@ final class Compaction {
     private final AtomicReference<CompactionStats> totals = new AtomicReference<>(CompactionStats.NONE);
 
     Compaction(Arena[] arenas, Collection<SequentialAllocator> sequentialAllocators, Collection<BlockPool> blockPools,
-               ThreadCaches threadCaches, Admission admission, GeneralMove generalMove, Consumer<Allocation> free,
-               Supplier<ThreadCaches.Snapshot> counters, MemoryLimit limit, CommittedMemory committed, int chunkSize,
-               Ticker ticker) {
+               ThreadCaches threadCaches, Admission admission, GeneralPool general, Statistics statistics, MemoryLimit limit,
+               CommittedMemory committed, int chunkSize, Ticker ticker) {
         this.arenas = arenas;
         this.ticker = ticker;
         this.sequentialAllocators = sequentialAllocators;
         this.blockPools = blockPools;
         this.threadCaches = threadCaches;
         this.admission = admission;
-        this.generalMove = generalMove;
-        this.free = free;
-        this.counters = counters;
+        this.general = general;
+        this.statistics = statistics;
         this.committed = committed;
         this.grouped = committed.grouped();
         this.limit = limit;
@@ -506,7 +496,7 @@ final class Compaction {
 
     /** The categories with a relocator that have live memory in the general pool (not carved by a cache allocator). */
     private Set<Category> relocatableInGeneralPool() {
-        ThreadCaches.Snapshot now = counters.get();
+        ThreadCaches.Snapshot now = statistics.counters();
         Set<Category> general = new HashSet<>();
         for (Category category : relocators.keySet()) {
             if (now.reserved(category.id) > now.carved(category.id)) {
@@ -614,7 +604,7 @@ final class Compaction {
             throw new IllegalArgumentException("a huge allocation has a region of its own and never moves: " + from);
         }
         Arena arena = from.chunk.arena;
-        return admission.tryAdmit((category, requested, out) -> generalMove.tryIn(arena, category, requested, out),
+        return admission.tryAdmit((category, requested, out) -> general.tryGeneral(category, requested, out, arena),
                 from.category, from.requested, to);
     }
 
@@ -625,6 +615,6 @@ final class Compaction {
 
     /** Frees memory taken for a move that could not be used. */
     void free(Allocation allocation) {
-        free.accept(allocation);
+        general.free(allocation);
     }
 }

@@ -99,7 +99,7 @@ public final class Evacuation {
     public boolean moveInto(Allocation from, Allocation to) {
         checkUsable();
         checkContained(from);
-        MemoryPool.checkNotLive(to);
+        to.checkNotLive();
         if (BlockPool.isPart(from)) {
             throw new IllegalArgumentException("a block pool payload moves whole: use movePayload");
         }

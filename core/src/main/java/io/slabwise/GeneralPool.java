@@ -55,6 +55,11 @@ final class GeneralPool {
         this.committed = committed;
     }
 
+    /** The pool's size classes. */
+    SizeClasses sizes() {
+        return sizes;
+    }
+
     /** The largest request the pool serves. */
     int maxRequest() {
         return maxRequest;
@@ -63,14 +68,14 @@ final class GeneralPool {
     /** Allocates for a category of the pool, under its policy at a limit; see {@link MemoryPool#allocate(Category, int, Allocation)}. */
     boolean allocate(Category category, int requested, Allocation out) {
         checkRequest(requested);
-        MemoryPool.checkNotLive(out);
+        out.checkNotLive();
         return admission.admit(attempt, category, requested, out);
     }
 
     /** {@link #allocate}, never waiting and returning false at a limit when {@code returnFalseAtLimit}. */
     boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
         checkRequest(requested);
-        MemoryPool.checkNotLive(out);
+        out.checkNotLive();
         return admission.admit(attempt, category, requested, out, returnFalseAtLimit);
     }
 

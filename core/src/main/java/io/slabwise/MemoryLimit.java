@@ -53,6 +53,8 @@ final class MemoryLimit {
     /** Waiters in every queue together. */
     private volatile int waiters;
     private final AtomicLong releases = new AtomicLong();
+    /** Whether the pool was closed: nothing new is admitted, and the parts that hold this limit see it. */
+    private volatile boolean closed;
     /**
      * The waiters whose turn it is, retrying (the head of the ceiling's line
      * and of quotas' lines may retry at once); their own releases do not
@@ -104,6 +106,26 @@ final class MemoryLimit {
 
     long committed() {
         return committed.get();
+    }
+
+    /**
+     * Closes the limit for good: nothing is admitted from now on, and the
+     * callers waiting at it wake up to find it closed.
+     *
+     * @return false when it was closed already
+     */
+    synchronized boolean close() {
+        if (closed) {
+            return false;
+        }
+        closed = true;
+        released();
+        return true;
+    }
+
+    /** Whether {@link #close()} was called; one volatile read. */
+    boolean isClosed() {
+        return closed;
     }
 
     /**

@@ -1,100 +1,50 @@
 package io.slabwise;
 
 import java.lang.ref.Cleaner;
-import java.lang.ref.WeakReference;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
 
 /**
- * The memory engine's public front: a pool of native memory carved from
- * fixed-size chunks into runs and subpages, with per-thread caches and exact
- * accounting. It has no Netty dependency; {@code io.slabwise.netty} builds
- * Netty buffers on top of it.
- *
- * <pre>
- *  allocate(n) ─▶ n &gt; dedicatedAbove? ─yes─▶ a dedicated region: an idle one that fits, or a new one
- *                      │no
- *                      ▼
- *               thread cache hit? ─yes─▶ done, no lock
- *                      │no
- *                      ▼
- *               arena (lock): subpage for small classes, run for the others
- *                      │no room
- *                      ▼
- *               new chunk from the chunk source
- * </pre>
- *
- * <p>Every platform thread that allocates or frees is bound to one arena (the
- * one with the fewest threads) and gets a thread cache in front of it; virtual
- * threads share one cache per arena that keeps nothing cached. Caches of threads
- * that have died are flushed back to their arenas when the pool next grows, on
- * {@link #trim()}, and when statistics are taken.
+ * A pool of native memory: fixed-size chunks carved into runs and subpages,
+ * with per-thread caches and exact accounting per {@link Category}, the
+ * cache allocators ({@link #sequential}, {@link #blocks}), limits, compaction
+ * and memory pressure. No Netty here; {@code io.slabwise.netty} builds Netty
+ * buffers on it. Requests above {@link PoolConfig#dedicatedAbove()} get a
+ * region of their own; the others are served by the calling thread's cache,
+ * else its arena, else a new chunk.
  *
  * <p>Accounting is exact: {@link #requestedBytes()} and {@link #reservedBytes()}
- * sum what live allocations asked for and what the pool set aside for them, and
- * {@link #committedBytes()} is the native memory taken from the chunk source.
+ * sum what live allocations asked for and what the pool set aside for them,
+ * and {@link #committedBytes()} is the native memory taken from the chunk
+ * source.
  *
- * <h2>Lifecycle</h2>
- * A pool is open from its construction until {@link #close()}. Closing
- * refuses new allocations, stops the pool's background work, gives back at
- * once what is idle (idle chunks and blocks, spare chunks, the caches of the
- * closing thread and of dead threads), and from then on gives each chunk back
- * as soon as its last buffer is released, on whatever thread releases it.
- * Buffers still live are reported per category in the log. A pool dropped
- * without {@code close()} is reclaimed once unreachable: no thread keeps it
- * alive through its thread cache, and the native memory it still held goes
- * back to the chunk source when the garbage collector finds it.
+ * <p>A pool is open from its construction until {@link #close()}. A pool
+ * dropped without {@code close()} is reclaimed once unreachable: no thread
+ * keeps it alive through its thread cache, and the native memory it held
+ * goes back to the chunk source when the garbage collector finds it.
  *
- * <h2>Parts</h2>
- * This class routes; each job has a part of its own, and each engine class
- * depends only on the part it uses:
- * <table>
- *   <caption>The parts of a pool</caption>
- *   <tr><th>part</th><th>its job</th></tr>
- *   <tr><td>{@link GeneralPool}</td><td>the drop-in hot path: allocate, free, resize, dedicated regions</td></tr>
- *   <tr><td>{@link Admission}</td><td>open or closed, policies, quotas, the wait at a limit</td></tr>
- *   <tr><td>{@link CommittedMemory}</td><td>regions taken from and given back to the chunk source, the ceiling</td></tr>
- *   <tr><td>{@link ThreadCaches}</td><td>per-thread caches, arena binding, dead threads, counter snapshots</td></tr>
- *   <tr><td>{@link IdleMemory}</td><td>decay, trim, reclaiming at the ceiling and after close</td></tr>
- *   <tr><td>{@link WholeChunks}</td><td>what the sequential allocators and block pools take from the pool</td></tr>
- *   <tr><td>{@link Compaction}, {@link Pressure}</td><td>emptying sparse chunks through relocators; asking shrinkers for memory</td></tr>
- *   <tr><td>{@link Arena}s</td><td>carving chunks into runs and subpages</td></tr>
- * </table>
- *
- * <p>Thread safety: all methods may be called from any thread.
+ * <p>This class is the API and wires the parts; every call goes to the part
+ * whose job it is (see the package documentation), and no engine logic is
+ * here. All methods may be called from any thread.
  */
 public final class MemoryPool implements AutoCloseable {
 
     private static final System.Logger LOGGER = System.getLogger(MemoryPool.class.getName());
     /** Gives back the native memory of pools dropped without {@link #close()}. */
     private static final Cleaner CLEANER = Cleaner.create();
-    /** How often idle memory is checked for decay. */
-    private static final Duration DECAY_PERIOD = Duration.ofSeconds(1);
-    /** The shortest time between two compactions made by allocations refused at the ceiling. */
-    private static final long CEILING_COMPACTION_GAP = Duration.ofMillis(100).toNanos();
 
     private final PoolConfig config;
-    private final SizeClasses sizes;
-    private final DedicatedRegions dedicated;
-    private final Arena[] arenas;
-    private final CommittedMemory committed;
-    private final Admission admission;
-    /** The thread caches: binding, dead-thread reclamation, counter snapshots. */
+    // the parts, package-private for the engine's tests
+    final CommittedMemory committed;
+    final Arena[] arenas;
+    final Admission admission;
+    final Categories categories;
     final ThreadCaches threadCaches;
-    private final IdleMemory idle;
+    final IdleMemory idle;
     private final WholeChunks wholeChunks;
-    private final Scheduler.Cancellable decayTask;
-    private final ConcurrentHashMap<String, Category> categoriesByName = new ConcurrentHashMap<>();
-    /** Categories by id; replaced by a longer copy when one is added (under {@code categoriesByName}'s lock). */
-    private volatile Category[] categories = new Category[0];
-    private final Category defaultCategory;
+    private final Upkeep upkeep;
+    private final Statistics statistics;
     /**
      * The sequential allocators and block pools made by this pool, by their
      * arguments: the same arguments give the same one, and trim and the
@@ -102,21 +52,14 @@ public final class MemoryPool implements AutoCloseable {
      */
     private final ConcurrentHashMap<String, SequentialAllocator> sequentialAllocators = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, BlockPool> blockPools = new ConcurrentHashMap<>();
-    /** The drop-in hot path: allocate, free, resize, dedicated regions. */
-    private final GeneralPool general;
-    /** Chooses and marks the chunks to empty; the owners' relocators move what lives in them. */
-    private final Compaction compaction;
-    /** Asks the caches' shrinkers for memory above the high watermark and at the limits. */
-    private final Pressure pressure;
-    /** The background check of {@link #pressure}, scheduled with the first shrinker; null before. */
-    private volatile Scheduler.Cancellable pressureTask;
-    /** When the last compaction at the ceiling started, in ticker nanoseconds; they are at most one per {@link #CEILING_COMPACTION_GAP}. */
-    private final AtomicLong lastCeilingCompaction = new AtomicLong(Long.MIN_VALUE);
+    final GeneralPool general;
+    final Compaction compaction;
+    final Pressure pressure;
 
-    /** Builds a pool from a configuration; see {@link PoolConfig#builder()}. */
+    /** Builds a pool from a configuration; see {@link PoolConfig#builder()}. Wires the parts, each given the parts it uses. */
     public MemoryPool(PoolConfig config) {
         this.config = Objects.requireNonNull(config, "config");
-        this.sizes = new SizeClasses(config.pageSize(), config.chunkSize());
+        SizeClasses sizes = new SizeClasses(config.pageSize(), config.chunkSize());
         // above what thread caches keep by class (and above 8 pages, where every class is a run),
         // a run fits the request to whole pages instead of its class: up to 12.5% less reserved
         int fittedAbove = Math.min(config.chunkSize(), Math.max(8 * config.pageSize(),
@@ -124,110 +67,49 @@ public final class MemoryPool implements AutoCloseable {
         int dedicatedAbove = Math.min(config.chunkSize(), Math.max(fittedAbove, config.dedicatedAbove()));
         MemoryLimit limit = new MemoryLimit(config.maxMemory(), config.ticker());
         this.committed = new CommittedMemory(config.chunkSource(), limit);
-        this.dedicated = new DedicatedRegions(committed, config.ticker(), config.chunkSize());
+        DedicatedRegions dedicated = new DedicatedRegions(committed, config.ticker(), config.chunkSize());
         this.arenas = new Arena[config.arenas()];
         for (int i = 0; i < arenas.length; i++) {
             arenas[i] = new Arena(committed, i, sizes, config.firstChunkSize(), config.maxIdleChunksPerArena(), config.remoteFreeQueueCapacity(),
                     config.ticker());
         }
-        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated, fittedAbove, dedicatedAbove,
-                this::isClosed);
+        this.threadCaches = new ThreadCaches(limit, arenas, config, dedicated, fittedAbove, dedicatedAbove);
+        this.categories = new Categories(config, this);
         this.idle = new IdleMemory(arenas, threadCaches, committed, dedicated, config, sequentialAllocators.values(),
                 blockPools.values());
         this.pressure = new Pressure(config.pressure(), limit, config.ticker(), idle, config.chunkSize());
-        this.admission = new Admission(config, limit, pressure, this::reclaimForCeiling, this::counters);
+        this.statistics = new Statistics(threadCaches, categories, committed, dedicated, arenas, pressure, config.chunkSize());
+        this.upkeep = new Upkeep(config, limit, committed, dedicated, threadCaches, idle, pressure);
+        this.admission = new Admission(config, limit, pressure, upkeep, statistics);
         this.general = new GeneralPool(sizes, fittedAbove, dedicatedAbove, config.pageSize(), dedicated, threadCaches,
                 admission, idle, committed);
-        this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, general.attempt, general::free);
+        this.categories.open(general);
+        this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, general);
         this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
-                admission, (arena, c, requested, out) -> general.tryGeneral(c, requested, out, arena), general::free, this::counters,
-                limit, committed, sizes.chunkSize(), config.ticker());
-        this.defaultCategory = category(Category.DEFAULT_NAME);
-        for (String quotaCategory : config.quotas().keySet()) {
-            category(quotaCategory);
-        }
-        for (String floorCategory : config.pressure().floors().keySet()) {
-            category(floorCategory);
-        }
+                admission, general, statistics, limit, committed, config.chunkSize(), config.ticker());
         CLEANER.register(this, committed.reclaimerOnCollection());
-        this.decayTask = PoolTask.repeat(this, DECAY_PERIOD, MemoryPool::decay);
+        upkeep.start(this, compaction);
         LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);
     }
 
     /**
-     * Periodic work of a pool (the decay, the pressure check) on its
-     * scheduler; holds the pool weakly, so a pool nobody uses can be
-     * collected, and then cancels itself.
-     */
-    private static final class PoolTask implements Runnable {
-        private final WeakReference<MemoryPool> pool;
-        private final Consumer<MemoryPool> work;
-        private volatile Scheduler.Cancellable handle;
-
-        private PoolTask(MemoryPool pool, Consumer<MemoryPool> work) {
-            this.pool = new WeakReference<>(pool);
-            this.work = work;
-        }
-
-        /** Runs {@code work} on {@code pool} every {@code period} on the pool's scheduler while the pool lives. */
-        static Scheduler.Cancellable repeat(MemoryPool pool, Duration period, Consumer<MemoryPool> work) {
-            PoolTask task = new PoolTask(pool, work);
-            Scheduler.Cancellable scheduled = pool.config.scheduler().repeat(task, period);
-            task.handle = scheduled;
-            return scheduled;
-        }
-
-        @Override
-        public void run() {
-            MemoryPool live = pool.get();
-            if (live != null) {
-                work.accept(live);
-            } else if (handle != null) {
-                handle.cancel();
-            }
-        }
-    }
-
-    /**
-     * Closes the pool; idempotent, any thread. New allocations fail with
-     * {@link IllegalStateException} from now on, and so do callers waiting at
-     * a limit and allocations under way that have yet to commit a new region
-     * (their region goes back at once). Idle chunks and blocks, the sequential
-     * allocators' spare and empty open chunks, the closing thread's cache and
-     * the caches of dead threads go back at once. Buffers still live stay
-     * valid: each release gives its memory back to the chunk source as soon
-     * as its chunk holds nothing else. Other live threads' caches go back at
-     * their next release into this pool, or within a decay period of the
-     * thread's end: the decay work runs on until nothing is committed, giving
-     * back everything idle each time. Live buffers are reported per category
-     * at WARNING level.
+     * Closes the pool; idempotent, any thread. New allocations, callers
+     * waiting at a limit and allocations yet to commit a new region fail with
+     * {@link IllegalStateException} from now on. What is idle goes back at
+     * once; live buffers stay valid, and each chunk goes back when its last
+     * buffer is released. Other live threads' caches go back at their next
+     * release into this pool, or a decay period after the thread ends (the
+     * decay runs on until nothing is committed). Live buffers are logged per
+     * category at WARNING level.
      */
     @Override
     public void close() {
         if (!admission.close()) {
             return;
         }
-        Scheduler.Cancellable pressureCheck = pressureTask;
-        if (pressureCheck != null) {
-            pressureCheck.cancel();
-        }
-        committed.close(); // before committed() is read below: nothing is committed after that read
-        dedicated.close();
-        idle.reclaimAll(true);
-        threadCaches.forgetOwn();
-        if (committed.committed() == 0) {
-            decayTask.cancel(); // else it runs on, giving back what threads alive at close held once they end (see decay)
-        }
-        PoolStats stats = stats();
-        if (stats.liveAllocations() > 0) {
-            StringBuilder live = new StringBuilder();
-            for (CategoryStats category : stats.categories()) {
-                if (category.liveBuffers() > 0) {
-                    live.append(live.length() == 0 ? "" : ", ").append(category.name()).append(": ")
-                            .append(category.liveBuffers()).append(" buffers, ")
-                            .append(category.requested()).append(" bytes requested");
-                }
-            }
+        upkeep.closed();
+        String live = statistics.liveBuffers();
+        if (!live.isEmpty()) {
             LOGGER.log(System.Logger.Level.WARNING, "pool closed with live buffers ({0}); their memory goes back"
                     + " as they are released", live);
         }
@@ -239,58 +121,11 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Gives back chunks and blocks idle for longer than the decay time, keeping
-     * {@code minIdleChunks} chunks. Called once a second on the pool's scheduler.
-     *
-     * @return the number of chunks and blocks given back
-     */
-    int decay() {
-        if (admission.isClosed()) {
-            // closed: nothing stays idle, so what the caches of threads that ended after close() held (flushed into
-            // their arenas by the reclaim of dead threads) goes back too; the task stops once nothing is committed
-            idle.reclaimAll(true);
-            if (committed.committed() == 0) {
-                decayTask.cancel();
-            }
-            return 0;
-        }
-        int given = idle.decay();
-        long budget = config.compactionBytesPerSecond();
-        if (budget > 0) {
-            compaction.compact(Compaction.DEFAULT_MAX_OCCUPANCY, budget * DECAY_PERIOD.toSeconds(), false, "background");
-        }
-        return given;
-    }
-
-    /**
-     * Before an allocation is refused at the ceiling: idle memory goes back,
-     * and (at most once every 100 ms, never waiting for a compaction under
-     * way) relocatable entries move out of sparse chunks so that those go
-     * back too.
-     */
-    private void reclaimForCeiling() {
-        idle.reclaimAll(false);
-        if (compaction.hasRelocators()) {
-            long now = config.ticker().read();
-            long last = lastCeilingCompaction.get();
-            if ((last == Long.MIN_VALUE || now - last >= CEILING_COMPACTION_GAP) && lastCeilingCompaction.compareAndSet(last, now)) {
-                compaction.compact(Compaction.DEFAULT_MAX_OCCUPANCY, Long.MAX_VALUE, false, "ceiling");
-            }
-        }
-    }
-
-    /**
-     * Registers the {@link Relocator} of a category: the owner of its
-     * entries, which moves them when a compaction asks. With null, removes
-     * it; the category's memory then never moves again, and removing the
-     * last one opens the chunks left closed to new memory for readers of
-     * moved entries (see {@link Evacuation#heldByReaders(Allocation)}). Only
-     * entries of a category with a relocator are ever moved, and only by
-     * that relocator.
-     * While any category has one, the last chunk under the ceiling (when the
-     * ceiling holds at least four chunks) is kept for compactions' moves:
-     * other allocations are refused a chunk earlier, so that a compaction at
-     * the ceiling always has room to move into.
+     * Registers the {@link Relocator} of a category, the owner of its entries,
+     * which moves them when a compaction asks; with null, removes it. Only
+     * entries of a category with a relocator ever move, and only by it. While
+     * any category has one, the last chunk under the ceiling is kept for
+     * compactions' moves (see {@link Relocator}).
      *
      * @return the relocator it replaced, or null
      * @throws IllegalArgumentException for a category of another pool
@@ -300,13 +135,11 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Registers the {@link Shrinker} of a category: the owner of a cache that
-     * can drop entries, which frees memory when the pool asks. With null,
-     * removes it. Shrinkers are asked only in a pool with a ceiling and with
-     * pressure on (see {@link PressureConfig}): in the background while
-     * committed memory is above the high watermark, and before an allocation
-     * is refused or made to wait at the ceiling or its category's quota. The
-     * first shrinker starts the background check on the pool's scheduler.
+     * Registers the {@link Shrinker} of a category, the owner of a cache that
+     * can drop entries when the pool asks; with null, removes it. Asked in a
+     * pool with a ceiling and pressure on ({@link PressureConfig}): above the
+     * high watermark, in the background, and before an allocation is refused
+     * or waits at a limit.
      *
      * @return the shrinker it replaced, or null
      * @throws IllegalStateException when the pool is closed
@@ -314,21 +147,10 @@ public final class MemoryPool implements AutoCloseable {
     public Shrinker setShrinker(String categoryName, Shrinker shrinker) {
         admission.checkOpen();
         Shrinker previous = pressure.set(category(categoryName), shrinker);
-        if (shrinker != null && pressureTask == null && pressure.active() && config.pressure().background()) {
-            synchronized (pressure) {
-                if (pressureTask == null) {
-                    pressureTask = PoolTask.repeat(this, config.pressure().checkPeriod(), MemoryPool::pressureTick);
-                }
-            }
+        if (shrinker != null) {
+            upkeep.shrinkerAdded();
         }
         return previous;
-    }
-
-    /** One background pressure check; none once the pool is closed. */
-    private void pressureTick() {
-        if (!admission.isClosed()) {
-            pressure.background(compaction);
-        }
     }
 
     /** What memory pressure has done so far: shrinkers asked and answers, watermark crossings, allocations that shrank. */
@@ -345,19 +167,15 @@ public final class MemoryPool implements AutoCloseable {
     }
 
     /**
-     * Empties sparsely used chunks by having the owners of the entries in them
-     * move those entries elsewhere, so that the chunks go back to the
-     * operating system. Chosen, least used first while their bytes in use fit
-     * {@code maxBytesToMove}: general-pool chunks, sequential allocators'
-     * pinned chunks and block pools' cut blocks whose bytes in use are at most
-     * {@code maxOccupancy} of their size, of categories with a
-     * {@link Relocator} (general-pool chunks hold every category; only the
-     * relocatable entries in them move). Each relocator is called once, on
-     * this thread. A chunk whose entries all moved goes back at once, or,
-     * when readers still hold old memory, as soon as the last of them
-     * releases it. Entries of other categories never move. Waits for a
-     * compaction under way; returns {@link CompactionStats#NONE} when called
-     * from a relocator, or when no category has a relocator.
+     * Empties sparse chunks by having the owners of their entries move them,
+     * so that the chunks go back to the operating system. Chosen least used
+     * first while their bytes in use fit {@code maxBytesToMove}: chunks,
+     * pinned sequential chunks and cut blocks used at most
+     * {@code maxOccupancy}, holding entries of categories with a
+     * {@link Relocator}, each called once on this thread. A chunk goes back
+     * once its entries moved and readers let go of the old memory. Waits for
+     * a compaction under way; {@link CompactionStats#NONE} from a relocator
+     * or without relocators. See docs/compaction.md.
      *
      * @param maxOccupancy   chunks used at most this much are emptied: from 0 to under 1
      * @param maxBytesToMove the budget: bytes in use of the chunks chosen, and bytes the owners may move
@@ -382,30 +200,7 @@ public final class MemoryPool implements AutoCloseable {
      * @throws IllegalArgumentException when the name is not a valid category name
      */
     public Category category(String name) {
-        Category existing = categoriesByName.get(name);
-        if (existing != null) {
-            return existing;
-        }
-        Category.checkName(name);
-        synchronized (categoriesByName) {
-            existing = categoriesByName.get(name);
-            if (existing != null) {
-                return existing;
-            }
-            Category[] current = categories;
-            if (current.length == Category.MAX_CATEGORIES) {
-                throw new IllegalStateException("a pool has at most " + Category.MAX_CATEGORIES
-                        + " categories; cannot add '" + name + "' to " + categoriesByName.keySet());
-            }
-            Long quota = config.quotas().get(name);
-            Category created = new Category(this, general, name, current.length, config.tracks(name),
-                    quota != null ? quota : Long.MAX_VALUE, config.categoryPolicies().get(name));
-            Category[] grown = Arrays.copyOf(current, current.length + 1);
-            grown[created.id] = created;
-            categories = grown;
-            categoriesByName.put(name, created);
-            return created;
-        }
+        return categories.get(name);
     }
 
     /**
@@ -418,8 +213,7 @@ public final class MemoryPool implements AutoCloseable {
 
     /** The general pool for a category of this pool. */
     public Allocator allocator(Category category) {
-        checkCategory(category);
-        return category.allocator;
+        return categories.check(category).allocator;
     }
 
     /**
@@ -477,12 +271,12 @@ public final class MemoryPool implements AutoCloseable {
 
     /** The category of allocations made without one ({@value Category#DEFAULT_NAME}). */
     public Category defaultCategory() {
-        return defaultCategory;
+        return categories.defaultCategory();
     }
 
     /** Every category created so far, in order of creation. */
     public List<Category> categories() {
-        return List.of(categories);
+        return categories.list();
     }
 
     /** The configuration this pool was built with. */
@@ -492,18 +286,15 @@ public final class MemoryPool implements AutoCloseable {
 
     /** The size of one chunk in bytes. */
     public int chunkSize() {
-        return sizes.chunkSize();
+        return config.chunkSize();
     }
 
     /**
-     * The size one request of {@code requested} bytes reserves: its size
-     * class up to the largest size thread caches keep (64 KiB by default, and
-     * never less than 8 pages), whole pages above (a run fitted to the
-     * request, so a 65 KiB request reserves 72 KiB with 8 KiB pages, not its
-     * class's 80 KiB), and whole pages of a region of its own above the dedicated threshold
-     * ({@link PoolConfig#dedicatedAbove()}, 512 KiB by default). An idle region
-     * reused for such a request may be larger by up to an eighth; the request
-     * then reserves all of it.
+     * The size a request reserves: its size class up to the largest size
+     * thread caches keep (64 KiB by default, at least 8 pages), whole pages
+     * above (65 KiB reserves 72 KiB with 8 KiB pages), whole pages of a region
+     * of its own above {@link PoolConfig#dedicatedAbove()} (an idle region
+     * reused for it may be up to an eighth larger, and is reserved whole).
      */
     public int reservedSizeFor(int requested) {
         return general.reservedSizeFor(requested);
@@ -517,7 +308,7 @@ public final class MemoryPool implements AutoCloseable {
      * @throws IllegalStateException    when {@code out} already holds live memory, or the pool is closed
      */
     public boolean allocate(int requested, Allocation out) {
-        return allocate(defaultCategory, requested, out);
+        return allocate(categories.defaultCategory(), requested, out);
     }
 
     /**
@@ -531,8 +322,7 @@ public final class MemoryPool implements AutoCloseable {
      * @throws MemoryLimitException     at a limit under {@link LimitPolicy#FAIL}, or after a {@link LimitPolicy#WAIT} timed out
      */
     public boolean allocate(Category category, int requested, Allocation out) {
-        checkCategory(category);
-        return general.allocate(category, requested, out);
+        return general.allocate(categories.check(category), requested, out);
     }
 
     /** Allocations waiting at the ceiling or a quota right now. */
@@ -542,7 +332,7 @@ public final class MemoryPool implements AutoCloseable {
 
     /** Refusals and waits at the ceiling and the quotas since the pool was built, per category; any thread. */
     public LimitStats limitStats() {
-        return admission.limitStats(categories);
+        return admission.limitStats(categories.all());
     }
 
     /**
@@ -553,27 +343,7 @@ public final class MemoryPool implements AutoCloseable {
      * {@link LimitPolicy#WAIT} included.
      */
     public boolean tryAllocate(Category category, int requested, Allocation out, boolean returnFalseAtLimit) {
-        checkCategory(category);
-        return general.tryAllocate(category, requested, out, returnFalseAtLimit);
-    }
-
-
-    /**
-     * For the Netty adapter (through {@code io.slabwise.internal.EngineAccess}):
-     * an allocation in a holder from the calling thread's stash, whose buffer
-     * never shows it to anyone; see {@link GeneralPool#allocateStashed}.
-     *
-     * @return the filled holder, or null when refused at a limit without an exception
-     */
-    Allocation allocateStashed(Category category, int requested, boolean returnNullAtLimit) {
-        checkCategory(category);
-        return general.allocateStashed(category, requested, returnNullAtLimit);
-    }
-
-    static void checkNotLive(Allocation out) {
-        if (out.isLive()) {
-            throw new IllegalStateException("the allocation holder is still live: " + out);
-        }
+        return general.tryAllocate(categories.check(category), requested, out, returnFalseAtLimit);
     }
 
     /**
@@ -600,7 +370,7 @@ public final class MemoryPool implements AutoCloseable {
         if (bytes < 0) {
             throw new IllegalArgumentException("quota of '" + categoryName + "' must not be negative: " + bytes);
         }
-        Category category = categoriesByName.get(Category.checkName(categoryName));
+        Category category = categories.existing(categoryName);
         if (category == null) { // a category with a quota exists from the start: do not add one only to refuse it
             throw new IllegalStateException("category '" + categoryName + "' has no quota: give it one with "
                     + "PoolConfig.Builder.quota(name, bytes) (Long.MAX_VALUE for none yet) so its reserved bytes are tracked");
@@ -618,16 +388,9 @@ public final class MemoryPool implements AutoCloseable {
         return admission.maxMemory();
     }
 
-    private void checkCategory(Category category) {
-        Category[] known = categories;
-        if (category.id >= known.length || known[category.id] != category) {
-            throw new IllegalArgumentException("category " + category + " belongs to another pool");
-        }
-    }
-
     /**
      * Gives memory back. {@code allocation} is cleared and may be reused; a
-     * holder from a thread's stash ({@link #allocateStashed}) freed on the
+     * holder from a thread's stash (the Netty adapter's) freed on the
      * thread that allocated it goes back to that stash. A holder is freed by
      * one thread at a time, like any use of it (see {@link Allocation}): a
      * second free after the first is refused, but two racing frees of one
@@ -651,36 +414,15 @@ public final class MemoryPool implements AutoCloseable {
         return general.resizeInPlace(allocation, newRequested);
     }
 
-    SizeClasses sizes() {
-        return sizes;
-    }
-
-    /** Whether any allocation waits at the ceiling or a quota right now; one volatile read. */
-    boolean hasLimitWaiters() {
-        return admission.hasWaiters();
-    }
-
     /** The largest request the pool serves. */
     public int maxRequest() {
         return general.maxRequest();
     }
 
-    /** Caches of platform threads registered now; for tests. */
-    int platformThreadCaches() {
-        return threadCaches.platformCaches();
-    }
-
-    /** Flushes the caches of threads that have died back into their arenas; returns how many. */
-    int reclaimDeadThreadCaches() {
-        return threadCaches.reclaimDead();
-    }
-
     /**
-     * Gives back what is idle now: caches of dead threads are flushed, live
-     * threads are asked to flush their caches at their next operation, this
-     * thread's cache is flushed at once, the sequential allocators' spare and
-     * empty open chunks and the block pools' idle blocks are given back, and
-     * idle chunks go back to the chunk source, all but the configured
+     * Gives back what is idle now: this thread's and dead threads' caches
+     * (live threads flush theirs at their next operation), the cache
+     * allocators' spare chunks and idle blocks, and idle chunks but
      * {@code minIdleChunks}.
      *
      * @return the number of chunks and idle blocks given back to the operating system
@@ -689,38 +431,19 @@ public final class MemoryPool implements AutoCloseable {
         return idle.trim();
     }
 
-    /** Native heap trims this pool asked for that were made (see {@link NativeHeap}); for tests. */
-    long nativeHeapTrims() {
-        return idle.nativeHeapTrims();
-    }
-
     /** Bytes live allocations asked for. */
     public long requestedBytes() {
-        threadCaches.reclaimDeadIfAny();
-        return counters().totalRequested();
+        return statistics.requestedBytes();
     }
 
     /** Bytes set aside for live allocations (their size classes). */
     public long reservedBytes() {
-        threadCaches.reclaimDeadIfAny();
-        return counters().totalReserved();
+        return statistics.reservedBytes();
     }
 
-    /**
-     * Native memory currently taken from the chunk source. Caches of threads
-     * that have died are given back to their arenas first (the scan for them
-     * allocates nothing when there are none), so the figure never counts
-     * memory only a dead thread's cache held; the decay thread does the same
-     * about once a second.
-     */
+    /** Native memory taken from the chunk source now; dead threads' caches are given back first. */
     public long committedBytes() {
-        threadCaches.reclaimDeadIfAny();
-        return committed.committed();
-    }
-
-    /** Every thread's counters, read without stopping any thread (see {@link ThreadCounters}). */
-    private ThreadCaches.Snapshot counters() {
-        return threadCaches.snapshot(categories.length, committed::committed);
+        return statistics.committedBytes();
     }
 
     /**
@@ -730,67 +453,26 @@ public final class MemoryPool implements AutoCloseable {
      * committed always holds, and with no traffic the figures are exact.
      */
     public PoolStats stats() {
-        threadCaches.reclaimDead();
-        ArenaSnapshot[] arenaSnapshots = new ArenaSnapshot[arenas.length];
-        for (int i = 0; i < arenas.length; i++) {
-            arenaSnapshots[i] = arenas[i].snapshot();
-        }
-        Category[] known = categories;
-        ThreadCaches.Snapshot counts = threadCaches.snapshot(known.length, committed::committed);
-        List<CategoryStats> perCategory = new ArrayList<>(known.length);
-        for (Category category : known) {
-            int id = category.id;
-            long reserved = counts.reserved(id);
-            long peak = category.peakReservedSeen.accumulateAndGet(reserved, Math::max);
-            perCategory.add(new CategoryStats(category.name(), counts.requested(id), reserved,
-                    counts.allocations(id), counts.releases(id), peak));
-        }
-        long[] parked = threadCaches.parkedDedicated();
-        return new PoolStats(counts, committed.figures(dedicated.idleBytes(), parked[0], parked[1]), arenaSnapshots,
-                perCategory, sizes.chunkSize(), ResidentMemory.bytes());
+        return statistics.stats();
     }
 
     /**
-     * For every pooled chunk, arena by arena and oldest first, the percentage
-     * of its bytes handed out, rounded down but at least 1 when anything is
-     * handed out (0 means nothing is). Walks every chunk, each arena under its
-     * lock: for an operator's look at a pool, not for a periodic reader, which
-     * {@link PoolStats#chunksByOccupancy()} serves at a cost independent of
-     * the pool's size.
+     * Every pooled chunk's use, arena by arena, oldest first: percent handed
+     * out, at least 1 when anything is. Walks every chunk under its arena's
+     * lock, for operators; {@link PoolStats#chunksByOccupancy()} costs nothing
+     * per chunk.
      */
     public int[] chunkUsePercent() {
-        int[][] perArena = new int[arenas.length][];
-        int total = 0;
-        for (int i = 0; i < arenas.length; i++) {
-            perArena[i] = arenas[i].chunkUsePercent();
-            total += perArena[i].length;
-        }
-        int[] all = new int[total];
-        int at = 0;
-        for (int[] percents : perArena) {
-            System.arraycopy(percents, 0, all, at, percents.length);
-            at += percents.length;
-        }
-        return all;
+        return statistics.chunkUsePercent();
     }
 
     /**
-     * {@link PoolStats#report()} followed by a map of every chunk, one line
-     * per arena and one character per chunk, oldest first: {@code .} idle,
-     * {@code 1}-{@code 9} the tens of percent in use, {@code #} full. Walks
-     * every chunk, as {@link #chunkUsePercent()} does: for operators.
+     * {@link PoolStats#report()}, a map of every chunk (one line per arena,
+     * {@code .} idle, {@code 1}-{@code 9} tens of percent used, {@code #}
+     * full) and what pressure did; walks every chunk, for operators.
      */
     public String report() {
-        StringBuilder sb = new StringBuilder(stats().report());
-        for (Arena arena : arenas) {
-            sb.append(String.format(Locale.ROOT, "  arena %2d chunk map [", arena.index));
-            for (int percent : arena.chunkUsePercent()) {
-                sb.append(PoolStats.occupancyChar(percent));
-            }
-            sb.append("]\n");
-        }
-        pressure.report(sb);
-        return sb.toString();
+        return statistics.report();
     }
 
     @Override

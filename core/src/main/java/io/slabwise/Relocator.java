@@ -16,6 +16,13 @@ package io.slabwise;
  * until they let go (the Netty adapter counts references for that), so the
  * chunk goes back once the last of them has.
  *
+ * <p>Removing a category's relocator means its memory never moves again;
+ * removing the last one opens the chunks a compaction left closed to new
+ * memory for readers of moved entries. While any category has one, the last
+ * chunk under the ceiling (when the ceiling holds at least four chunks) is
+ * kept for compactions' moves: other allocations are refused a chunk
+ * earlier, so that a compaction at the ceiling always has room to move into.
+ *
  * <h2>Rules for an implementation</h2>
  * <ul>
  *   <li>Move only entries that are not in use in a way a move would break

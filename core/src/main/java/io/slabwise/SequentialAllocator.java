@@ -173,7 +173,7 @@ public final class SequentialAllocator implements Allocator {
             throw new IllegalArgumentException("sequential allocator '" + category + "': size must be from 1 to "
                     + maxRequest + " bytes: " + requested);
         }
-        MemoryPool.checkNotLive(out);
+        out.checkNotLive();
     }
 
     /** What a slice of {@code requested} bytes reserves: its size rounded up to {@link #ALIGNMENT}. */

@@ -6,7 +6,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -88,12 +87,9 @@ final class ThreadCaches {
     private final List<ThreadCache> dying = new ArrayList<>();
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
-    /** Whether the pool's close() began: its admission's flag, set before it asks the shared caches to flush. */
-    private final BooleanSupplier poolClosed;
 
     ThreadCaches(MemoryLimit limit, Arena[] arenas, PoolConfig config, DedicatedRegions dedicated, int fittedAbove,
-                 int dedicatedAbove, BooleanSupplier poolClosed) {
-        this.poolClosed = poolClosed;
+                 int dedicatedAbove) {
         this.limit = limit;
         this.fittedAbove = fittedAbove;
         this.dedicatedAbove = dedicatedAbove;
@@ -139,7 +135,7 @@ final class ThreadCaches {
 
     /** Whether the pool's {@code close()} began (see {@link SharedCache#unlockShared()}). */
     boolean isClosed() {
-        return poolClosed.getAsBoolean();
+        return limit.isClosed(); // set before the close asks the shared caches to flush
     }
 
     /** The calling thread forgets its cache of this pool (the cache stays registered until its thread dies). */

@@ -12,21 +12,18 @@ final class WholeChunks {
     private final ThreadCaches threadCaches;
     private final CommittedMemory committed;
     private final SizeClasses sizes;
-    private final Attempt generalPool;
-    private final java.util.function.Consumer<Allocation> free;
+    private final GeneralPool generalPool;
 
-    WholeChunks(ThreadCaches threadCaches, CommittedMemory committed, SizeClasses sizes, Attempt generalPool,
-                java.util.function.Consumer<Allocation> free) {
+    WholeChunks(ThreadCaches threadCaches, CommittedMemory committed, SizeClasses sizes, GeneralPool generalPool) {
         this.threadCaches = threadCaches;
         this.committed = committed;
         this.sizes = sizes;
         this.generalPool = generalPool;
-        this.free = free;
     }
 
     /** Gives an allocation back as {@link MemoryPool#free} does: for a payload's parts when the payload fails. */
     void free(Allocation allocation) {
-        free.accept(allocation);
+        generalPool.free(allocation);
     }
 
     /** The size of a chunk. */
@@ -104,11 +101,11 @@ final class WholeChunks {
 
     /** One try at the general pool, for a request too large to carve. */
     int tryGeneralPool(Category category, int requested, Allocation out) {
-        return generalPool.tryOnce(category, requested, out);
+        return generalPool.attempt.tryOnce(category, requested, out);
     }
 
     /** What a request of {@code requested} bytes reserves in the general pool (see {@link Attempt#leastReserved}). */
     long generalPoolReserves(int requested) {
-        return generalPool.leastReserved(requested);
+        return generalPool.attempt.leastReserved(requested);
     }
 }

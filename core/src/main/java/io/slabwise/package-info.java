@@ -15,18 +15,23 @@
  * <table>
  *   <caption>The engine's layout</caption>
  *   <tr><th>layer</th><th>classes</th><th>job</th></tr>
- *   <tr><td>façade</td><td>{@code MemoryPool}</td><td>the API; builds and wires the parts; categories</td></tr>
+ *   <tr><td>façade</td><td>{@code MemoryPool}</td><td>the API; builds and wires the parts, then routes to them</td></tr>
  *   <tr><td>parts</td><td>{@code GeneralPool}</td><td>the drop-in hot path: allocate, free, resize, dedicated regions</td></tr>
- *   <tr><td></td><td>{@code Admission}, {@code MemoryLimit}</td><td>open or closed, policies, quotas, the ceiling and its fair waits</td></tr>
+ *   <tr><td></td><td>{@code Admission}, {@code MemoryLimit}, {@code Categories}</td><td>open or closed, policies, quotas,
+ *       the ceiling and its fair waits; the categories</td></tr>
  *   <tr><td></td><td>{@code CommittedMemory}, {@code DedicatedRegions}, {@code WholeChunks}</td><td>regions from and to the chunk source</td></tr>
  *   <tr><td></td><td>{@code ThreadCaches}, {@code ThreadCache}, {@code SharedCache}, {@code LargeSlots},
  *       {@code HolderStash}, {@code ThreadCounters}</td><td>per-thread caches and accounting</td></tr>
- *   <tr><td></td><td>{@code IdleMemory}</td><td>decay, trim, reclaiming at the ceiling</td></tr>
+ *   <tr><td></td><td>{@code IdleMemory}, {@code Upkeep}</td><td>decay, trim, reclaiming at the ceiling; the
+ *       background work on the pool's scheduler and the giving back at close</td></tr>
+ *   <tr><td></td><td>{@code Statistics}</td><td>counter snapshots, {@code stats()}, the operator's report</td></tr>
  *   <tr><td></td><td>{@code Compaction}, {@code Evacuation}; {@code Pressure}</td><td>emptying sparse chunks
  *       through owners' relocators; asking owners' shrinkers for memory</td></tr>
  *   <tr><td>carving</td><td>{@code Arena}, {@code Chunk}, {@code Subpage}, {@code SizeClasses},
  *       {@code PlacementIndex}, {@code OccupancyBands}</td><td>chunks into runs and subpages</td></tr>
  *   <tr><td>cache allocators</td><td>{@code SequentialAllocator}, {@code BlockPool}</td><td>FIFO slabs, fixed blocks</td></tr>
+ *   <tr><td>adapter access</td><td>{@code AdapterAccess}</td><td>the engine's side of
+ *       {@code io.slabwise.internal.EngineAccess}, for the Netty adapter</td></tr>
  * </table>
  *
  * <h2>Who owns what (the concurrency contract)</h2>

@@ -49,7 +49,7 @@ class CacheLimitsTest {
         assertEquals(0, cachedAfterReleases(config, 16, 16, 4096, 65536));
         Allocation a = new Allocation();
         try (MemoryPool pool = new MemoryPool(config)) {
-            Allocation stashed = pool.allocateStashed(pool.defaultCategory(), 100, false);
+            Allocation stashed = pool.general.allocateStashed(pool.defaultCategory(), 100, false);
             pool.free(stashed); // not kept filled either
             assertEquals(0, pool.threadCaches.own().cachedBytes());
             pool.allocate(100, a); // and the class still allocates

@@ -438,7 +438,7 @@ class ConfigFuzzTest {
             this.fuzzed = fuzzed;
             this.oneThread = oneThread;
             this.pool = new MemoryPool(fuzzed.config);
-            this.sizes = pool.sizes();
+            this.sizes = pool.general.sizes();
             this.chunk = fuzzed.config.chunkSize();
             int maxCached = fuzzed.config.maxCachedSize();
             // as documented: size classes up to what thread caches keep (never below 8 pages), whole pages above
@@ -836,7 +836,7 @@ class ConfigFuzzTest {
             for (int i = 0; i < times; i++) {
                 Allocation a;
                 try {
-                    a = stashed ? run.pool.allocateStashed(run.p, size, true) : own;
+                    a = stashed ? run.pool.general.allocateStashed(run.p, size, true) : own;
                     if (!stashed && !run.pool.tryAllocate(run.p, size, a, true)) {
                         a = null;
                     }
@@ -964,7 +964,7 @@ class ConfigFuzzTest {
                 boolean ok;
                 switch (path) {
                     case STASHED -> {
-                        Allocation a = run.pool.allocateStashed(category, size, r.nextBoolean());
+                        Allocation a = run.pool.general.allocateStashed(category, size, r.nextBoolean());
                         ok = a != null;
                         if (ok) {
                             made.add(a);

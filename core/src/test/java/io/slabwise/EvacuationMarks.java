@@ -1,6 +1,5 @@
 package io.slabwise;
 
-import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -37,13 +36,7 @@ final class EvacuationMarks {
     }
 
     private static Arena[] arenas(MemoryPool pool) {
-        try {
-            Field field = MemoryPool.class.getDeclaredField("arenas");
-            field.setAccessible(true);
-            return (Arena[]) field.get(pool);
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError(e);
-        }
+        return pool.arenas;
     }
 
     /** The arena's chunks, read under its lock. */

@@ -47,7 +47,7 @@ class HolderStashTest {
 
     @Test
     void aHolderFreedOnItsThreadServesTheNextAllocationOfItsClassWithItsMemory() {
-        Allocation first = pool.allocateStashed(pool.defaultCategory(), 100, false);
+        Allocation first = pool.general.allocateStashed(pool.defaultCategory(), 100, false);
         assertTrue(first.isLive());
         assertSame(own(), first.owner);
         int offset = first.offset();
@@ -59,7 +59,7 @@ class HolderStashTest {
         assertEquals(0, own().stash.size(), "kept filled, not stashed blank");
         long cached = pool.stats().cachedBytes(); // the kept memory, and the rest of the first refill's batch
 
-        Allocation second = pool.allocateStashed(pool.defaultCategory(), 97, false); // same class as 100
+        Allocation second = pool.general.allocateStashed(pool.defaultCategory(), 97, false); // same class as 100
         assertSame(first, second);
         assertTrue(second.isLive());
         assertEquals(offset, second.offset());
@@ -78,9 +78,9 @@ class HolderStashTest {
     void aKeptHolderTakesTheCategoryOfItsNextAllocation() {
         Category logs = pool.category("logs");
         Category blocks = pool.category("blocks");
-        Allocation a = pool.allocateStashed(logs, 700, false);
+        Allocation a = pool.general.allocateStashed(logs, 700, false);
         pool.free(a);
-        Allocation b = pool.allocateStashed(blocks, 700, false);
+        Allocation b = pool.general.allocateStashed(blocks, 700, false);
         assertSame(a, b);
         assertSame(blocks, b.category());
         PoolStats stats = pool.stats();
@@ -93,9 +93,9 @@ class HolderStashTest {
 
     @Test
     void anotherClassTakesABlankHolderAndAFlushTurnsKeptHoldersBlank() {
-        Allocation small = pool.allocateStashed(pool.defaultCategory(), 100, false);
+        Allocation small = pool.general.allocateStashed(pool.defaultCategory(), 100, false);
         pool.free(small);
-        Allocation other = pool.allocateStashed(pool.defaultCategory(), 5000, false);
+        Allocation other = pool.general.allocateStashed(pool.defaultCategory(), 5000, false);
         assertNotSame(small, other, "the kept holder waits for its own class");
         pool.free(other);
         assertTrue(pool.stats().cachedBytes() >= small.reservedBytes() + other.reservedBytes());
@@ -115,7 +115,7 @@ class HolderStashTest {
     @Test
     void aFittedRunIsKeptFilledInTheLargeSlotForARequestOfItsPages() {
         Category logs = pool.category("logs");
-        Allocation first = pool.allocateStashed(pool.defaultCategory(), 100_000, false); // 13 pages
+        Allocation first = pool.general.allocateStashed(pool.defaultCategory(), 100_000, false); // 13 pages
         assertEquals(13 * PoolConfig.PAGE_SIZE, first.reservedBytes());
         long address = first.address();
         pool.free(first);
@@ -124,11 +124,11 @@ class HolderStashTest {
         assertEquals(0, own().stash.size(), "kept filled, not stashed blank");
         assertEquals(13 * PoolConfig.PAGE_SIZE, pool.stats().cachedBytes());
 
-        Allocation other = pool.allocateStashed(pool.defaultCategory(), 90_000, false); // 11 pages: not its pages
+        Allocation other = pool.general.allocateStashed(pool.defaultCategory(), 90_000, false); // 11 pages: not its pages
         assertNotSame(first, other);
         pool.free(other); // the slot is taken: cleared, stashed, its run back to the cache's other ways
 
-        Allocation second = pool.allocateStashed(logs, 99_000, false); // 13 pages too
+        Allocation second = pool.general.allocateStashed(logs, 99_000, false); // 13 pages too
         assertSame(first, second);
         assertTrue(second.isLive());
         assertEquals(address, second.address());
@@ -154,7 +154,7 @@ class HolderStashTest {
      */
     @Test
     void aDedicatedRegionIsKeptFilledInTheSlotForARequestItFits() {
-        Allocation first = pool.allocateStashed(pool.defaultCategory(), 200_000, false); // 25 pages
+        Allocation first = pool.general.allocateStashed(pool.defaultCategory(), 200_000, false); // 25 pages
         assertEquals(1, pool.stats().hugeAllocations());
         assertEquals(25 * PoolConfig.PAGE_SIZE, first.reservedBytes());
         long address = first.address();
@@ -167,7 +167,7 @@ class HolderStashTest {
         assertEquals(0, parked.reservedBytes());
         assertEquals(25 * PoolConfig.PAGE_SIZE, parked.committedBytes() - parked.chunks() * (1L << 20), parked::report);
 
-        Allocation second = pool.allocateStashed(pool.defaultCategory(), 190_000, false); // 24 pages: fits
+        Allocation second = pool.general.allocateStashed(pool.defaultCategory(), 190_000, false); // 24 pages: fits
         assertSame(first, second);
         assertEquals(address, second.address());
         assertEquals(25 * PoolConfig.PAGE_SIZE, second.reservedBytes(), "the whole region");
@@ -177,7 +177,7 @@ class HolderStashTest {
         assertEquals(25 * PoolConfig.PAGE_SIZE, stats.reservedBytes());
         pool.free(second);
 
-        Allocation larger = pool.allocateStashed(pool.defaultCategory(), 300_000, false); // does not fit the kept one
+        Allocation larger = pool.general.allocateStashed(pool.defaultCategory(), 300_000, false); // does not fit the kept one
         assertNotSame(first, larger);
         pool.free(larger);
         own().flush();
@@ -193,10 +193,10 @@ class HolderStashTest {
     void aKeptRunNeverServesARequestThatGetsADedicatedRegion() {
         MemoryPool unaligned = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).dedicatedAbove(100_000).build());
         try {
-            Allocation run = unaligned.allocateStashed(unaligned.defaultCategory(), 100_000, false); // 13 pages
+            Allocation run = unaligned.general.allocateStashed(unaligned.defaultCategory(), 100_000, false); // 13 pages
             assertEquals(0, unaligned.stats().hugeAllocations());
             unaligned.free(run);
-            Allocation above = unaligned.allocateStashed(unaligned.defaultCategory(), 100_001, false); // 13 pages too
+            Allocation above = unaligned.general.allocateStashed(unaligned.defaultCategory(), 100_001, false); // 13 pages too
             assertNotSame(run, above);
             assertEquals(1, unaligned.stats().hugeAllocations(), "a region of its own");
             unaligned.free(above);
@@ -209,7 +209,7 @@ class HolderStashTest {
     void theStashAndTheKeptHoldersStayWithinTheirCapacities() {
         Allocation[] held = new Allocation[ClassStack.KEPT_LIMIT + HolderStash.CAPACITY + 3];
         for (int i = 0; i < held.length; i++) {
-            held[i] = pool.allocateStashed(pool.defaultCategory(), 64, false);
+            held[i] = pool.general.allocateStashed(pool.defaultCategory(), 64, false);
         }
         for (Allocation a : held) {
             pool.free(a);
@@ -229,7 +229,7 @@ class HolderStashTest {
         int size = 64 * 1024; // a page class: a small stack, so the capacity is reached
         List<Allocation> stashed = new ArrayList<>();
         for (int i = 0; i < ClassStack.KEPT_LIMIT; i++) {
-            stashed.add(pool.allocateStashed(pool.defaultCategory(), size, false));
+            stashed.add(pool.general.allocateStashed(pool.defaultCategory(), size, false));
         }
         Set<Long> keptPlaces = new HashSet<>();
         for (Allocation a : stashed) {
@@ -249,7 +249,7 @@ class HolderStashTest {
             pool.free(a);
         }
         for (int i = 0; i < 40; i++) {
-            Allocation a = pool.allocateStashed(pool.defaultCategory(), size, false);
+            Allocation a = pool.general.allocateStashed(pool.defaultCategory(), size, false);
             pool.free(a);
         }
         int[] fill = own().stackFill(SizeClasses.indexOf(size));
@@ -262,11 +262,11 @@ class HolderStashTest {
         MemoryPool limited = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).quota("capped", 4096).build());
         try {
             Category capped = limited.category("capped");
-            Allocation a = limited.allocateStashed(capped, 4096, false);
+            Allocation a = limited.general.allocateStashed(capped, 4096, false);
             limited.free(a);
             assertEquals(0, capped.trackedReserved.get());
             assertEquals(1, limited.threadCaches.own().stash.size(), "cleared and stashed, not kept");
-            Allocation b = limited.allocateStashed(capped, 4096, false);
+            Allocation b = limited.general.allocateStashed(capped, 4096, false);
             assertSame(a, b);
             assertEquals(4096, capped.trackedReserved.get());
             limited.free(b);
@@ -278,7 +278,7 @@ class HolderStashTest {
     @Test
     void aClosedPoolKeepsNothing() {
         MemoryPool closing = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).build());
-        Allocation a = closing.allocateStashed(closing.defaultCategory(), 100, false);
+        Allocation a = closing.general.allocateStashed(closing.defaultCategory(), 100, false);
         closing.close();
         closing.free(a);
         assertEquals(0, closing.threadCaches.own() == null ? 0 : closing.threadCaches.own().cachedBytes());
@@ -292,7 +292,7 @@ class HolderStashTest {
      */
     @Test
     void aHolderFreedOnAnotherThreadGoesBackToItsOwner() throws Exception {
-        Allocation a = pool.allocateStashed(pool.defaultCategory(), 64, false);
+        Allocation a = pool.general.allocateStashed(pool.defaultCategory(), 64, false);
         ExecutorService other = Executors.newSingleThreadExecutor();
         try {
             int stashedThere = other.submit(() -> {
@@ -308,11 +308,11 @@ class HolderStashTest {
         assertEquals(0, own().stash.size(), "not in the owner's stash: given back beside it");
         assertFalse(a.isLive());
         assertEquals(null, a.nextReturned);
-        Allocation next = pool.allocateStashed(pool.defaultCategory(), 64, false);
+        Allocation next = pool.general.allocateStashed(pool.defaultCategory(), 64, false);
         assertSame(a, next, "the owner's next allocation takes the holder given back");
         assertTrue(next.isLive());
         assertEquals(64, next.requested);
-        Allocation fresh = pool.allocateStashed(pool.defaultCategory(), 64, false);
+        Allocation fresh = pool.general.allocateStashed(pool.defaultCategory(), 64, false);
         assertNotSame(a, fresh, "one holder given back serves one allocation");
         pool.free(fresh);
         pool.free(next);
@@ -339,7 +339,7 @@ class HolderStashTest {
                 Set<Allocation> held = Collections.newSetFromMap(new IdentityHashMap<>());
                 try {
                     for (int i = 0; i < perProducer; i++) {
-                        Allocation a = pool.allocateStashed(pool.defaultCategory(), 16 + random.nextInt(2000), false);
+                        Allocation a = pool.general.allocateStashed(pool.defaultCategory(), 16 + random.nextInt(2000), false);
                         assertTrue(a.isLive());
                         assertEquals(null, a.nextReturned, "a holder handed out still linked");
                         assertTrue(held.add(a), "a holder this thread still holds was handed out again");
@@ -409,7 +409,7 @@ class HolderStashTest {
                     a = new Allocation();
                     assertTrue(pool.allocate(size, a));
                 } else {
-                    a = pool.allocateStashed(pool.defaultCategory(), size, false);
+                    a = pool.general.allocateStashed(pool.defaultCategory(), size, false);
                 }
                 for (Allocation other : live) {
                     boolean apart = other.chunk != a.chunk || other.offset() + other.reservedBytes() <= a.offset()

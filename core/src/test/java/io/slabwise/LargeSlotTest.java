@@ -61,7 +61,7 @@ class LargeSlotTest {
      */
     @Test
     void aHolderKeptFilledInTheSlotLeavesNoRoomForAnotherRun() {
-        Allocation stashed = pool.allocateStashed(pool.defaultCategory(), 600 * 1024, false);
+        Allocation stashed = pool.general.allocateStashed(pool.defaultCategory(), 600 * 1024, false);
         Allocation plain = new Allocation();
         pool.allocate(600 * 1024, plain);
         pool.free(stashed); // kept filled in the slot
@@ -80,7 +80,7 @@ class LargeSlotTest {
     @Test
     void aHolderKeptFilledInTheDedicatedSlotLeavesNoRoomForAnotherRegion() {
         MemoryPool dedicated = new MemoryPool(PoolConfig.builder().chunkSize(1 << 20).arenas(1).build()); // dedicated above 128 KiB
-        Allocation stashed = dedicated.allocateStashed(dedicated.defaultCategory(), 200_000, false);
+        Allocation stashed = dedicated.general.allocateStashed(dedicated.defaultCategory(), 200_000, false);
         Allocation plain = new Allocation();
         dedicated.allocate(200_000, plain);
         assertEquals(2, dedicated.stats().hugeAllocations());

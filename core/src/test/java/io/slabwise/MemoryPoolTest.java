@@ -425,7 +425,7 @@ class MemoryPoolTest {
     void theSmallestChunkServesEverySizeClass() {
         int chunk = PoolConfig.MIN_CHUNK_SIZE;
         MemoryPool pool = new MemoryPool(config(chunk).arenas(1).build());
-        SizeClasses sizes = pool.sizes();
+        SizeClasses sizes = pool.general.sizes();
         List<Allocation> live = new ArrayList<>();
         Map<Allocation, Long> ids = new IdentityHashMap<>();
         for (int round = 0; round < 3; round++) {
@@ -464,8 +464,8 @@ class MemoryPoolTest {
     void emptiedOneElementSubpagesGiveTheirRunsBack() {
         MemoryPool pool = new MemoryPool(config(PoolConfig.MIN_CHUNK_SIZE).arenas(1).maxCachedSize(0).build());
         int index = SizeClasses.indexOf(61440);
-        assertTrue(pool.sizes().isSmall(index));
-        assertEquals(1, pool.sizes().subpageRunPages(index) * PAGE / 61440, "one element per subpage");
+        assertTrue(pool.general.sizes().isSmall(index));
+        assertEquals(1, pool.general.sizes().subpageRunPages(index) * PAGE / 61440, "one element per subpage");
         List<Allocation> four = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             Allocation a = new Allocation();

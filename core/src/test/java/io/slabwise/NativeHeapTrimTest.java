@@ -78,12 +78,12 @@ class NativeHeapTrimTest {
             Allocation a = new Allocation();
             assertTrue(pool.allocate(64 * 1024, a));
             pool.trim();
-            assertEquals(0, pool.nativeHeapTrims(), "nothing went back to malloc: no trim");
+            assertEquals(0, pool.idle.nativeHeapTrims(), "nothing went back to malloc: no trim");
             pool.free(a);
             pool.trim();
-            assertEquals(1, pool.nativeHeapTrims(), "the chunk went back to malloc: one trim");
+            assertEquals(1, pool.idle.nativeHeapTrims(), "the chunk went back to malloc: one trim");
             pool.trim();
-            assertEquals(1, pool.nativeHeapTrims(), "nothing more went back: no trim");
+            assertEquals(1, pool.idle.nativeHeapTrims(), "nothing more went back: no trim");
         }
     }
 

@@ -80,7 +80,7 @@ public final class PoolLifetimesResidentMain {
             pool.trim();
         } finally {
             pool.close();
-            TRIMS.addAndGet(pool.nativeHeapTrims()); // its trim() and its close()
+            TRIMS.addAndGet(pool.idle.nativeHeapTrims()); // its trim() and its close()
         }
     }
 

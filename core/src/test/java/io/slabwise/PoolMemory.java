@@ -1,7 +1,5 @@
 package io.slabwise;
 
-import java.lang.reflect.Field;
-
 /**
  * The {@link CommittedMemory} behind a pool, for tests that check a pool's
  * accounting: with region groups, committed bytes are the regions handed out
@@ -15,13 +13,7 @@ final class PoolMemory {
 
     /** The pool's committed memory. */
     static CommittedMemory of(MemoryPool pool) {
-        try {
-            Field field = MemoryPool.class.getDeclaredField("committed");
-            field.setAccessible(true);
-            return (CommittedMemory) field.get(pool);
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError("a pool's committed memory is not where the tests look for it", e);
-        }
+        return pool.committed;
     }
 
     /** Bytes of the regions the pool holds (chunks, huge regions, block regions), room in groups not included. */

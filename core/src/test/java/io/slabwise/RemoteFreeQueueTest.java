@@ -37,7 +37,7 @@ class RemoteFreeQueueTest {
      */
     private static Arena standaloneArena(MemoryPool pool, int queueCapacity) {
         CommittedMemory memory = new CommittedMemory(pool.config().chunkSource(), new MemoryLimit(Long.MAX_VALUE));
-        return new Arena(memory, 99, pool.sizes(), pool.sizes().chunkSize(), Integer.MAX_VALUE, queueCapacity,
+        return new Arena(memory, 99, pool.general.sizes(), pool.general.sizes().chunkSize(), Integer.MAX_VALUE, queueCapacity,
                 Ticker.system()); // keeps idle chunks until trimmed
     }
 

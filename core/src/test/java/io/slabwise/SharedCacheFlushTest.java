@@ -43,7 +43,7 @@ class SharedCacheFlushTest {
         Category category = pool.defaultCategory();
         onVirtualThreads(virtual -> {
             for (int size : new int[] {1000, 600_000}) { // a class's stack, a dedicated region
-                virtual.submit(() -> pool.free(pool.allocateStashed(category, size, false))).get();
+                virtual.submit(() -> pool.free(pool.general.allocateStashed(category, size, false))).get();
             }
             assertEquals(1, shared.parkedRegions()[0], "a region is kept in the shared cache");
 
@@ -55,7 +55,7 @@ class SharedCacheFlushTest {
             }
             // later virtual-thread traffic: allocations are refused, nothing else touches the shared cache
             ExecutionException refused = assertThrows(ExecutionException.class,
-                    () -> virtual.submit(() -> pool.allocateStashed(category, 1000, false)).get());
+                    () -> virtual.submit(() -> pool.general.allocateStashed(category, 1000, false)).get());
             assertInstanceOf(IllegalStateException.class, refused.getCause());
         });
         PoolStats stats = pool.stats();
@@ -91,7 +91,7 @@ class SharedCacheFlushTest {
             } finally {
                 shared.unlockShared();
             }
-            Allocation next = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+            Allocation next = virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get();
             long parkedAfterNextOperation = shared.parkedRegions()[0];
             virtual.submit(() -> pool.free(next)).get();
             List<Allocation> last = null;
@@ -124,8 +124,8 @@ class SharedCacheFlushTest {
         Category category = pool.defaultCategory();
         onVirtualThreads(virtual -> {
             // the large slot keeps a holder the next sweep gives back to the arena, under the arena's monitor
-            virtual.submit(() -> pool.free(pool.allocateStashed(category, 100_000, false))).get();
-            Allocation last = virtual.submit(() -> pool.allocateStashed(category, 1000, false)).get();
+            virtual.submit(() -> pool.free(pool.general.allocateStashed(category, 100_000, false))).get();
+            Allocation last = virtual.submit(() -> pool.general.allocateStashed(category, 1000, false)).get();
             java.lang.reflect.Field ops = ThreadCache.class.getDeclaredField("operationsSinceSweep");
             ops.setAccessible(true);
             ops.setInt(shared, ThreadCache.SWEEP_INTERVAL - 1); // the release's keep is the operation that sweeps
@@ -185,7 +185,7 @@ class SharedCacheFlushTest {
     private static List<Allocation> burst(MemoryPool pool, Category category, int size, int count) {
         List<Allocation> held = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            held.add(pool.allocateStashed(category, size, false));
+            held.add(pool.general.allocateStashed(category, size, false));
         }
         for (Allocation a : held) {
             pool.free(a);

@@ -99,9 +99,9 @@ class ThreadBindingTest {
         });
         worker.start();
         worker.join();
-        assertEquals(2, pool.platformThreadCaches(), "this thread's cache and the dead worker's");
-        assertEquals(1, pool.reclaimDeadThreadCaches());
-        assertEquals(1, pool.platformThreadCaches(), "the dead worker's cache left the registry");
+        assertEquals(2, pool.threadCaches.platformCaches(), "this thread's cache and the dead worker's");
+        assertEquals(1, pool.threadCaches.reclaimDead());
+        assertEquals(1, pool.threadCaches.platformCaches(), "the dead worker's cache left the registry");
         pool.trim();
         assertEquals(0, pool.committedBytes(), "the dead worker's cached memory went back");
     }
@@ -122,7 +122,7 @@ class ThreadBindingTest {
         worker.join();
         ThreadCache dead = left[0].owner;
         assertTrue(dead.stacksMade() > 0);
-        pool.reclaimDeadThreadCaches();
+        pool.threadCaches.reclaimDead();
         assertEquals(0, dead.stacksMade(), "stacks dropped");
         assertEquals(512, pool.requestedBytes(), "the live buffer is still counted");
         pool.free(left[0]); // released by another thread: counted in the dead cache's remote counters
@@ -162,7 +162,7 @@ class ThreadBindingTest {
                 future.get();
             }
         });
-        assertEquals(0, pool.platformThreadCaches(), "no virtual thread registered a cache of its own");
+        assertEquals(0, pool.threadCaches.platformCaches(), "no virtual thread registered a cache of its own");
         assertEquals(tasks, handedOver.size());
         assertTrue(pool.requestedBytes() > 0);
         for (Allocation b : handedOver) {
@@ -233,7 +233,7 @@ class ThreadBindingTest {
                     int size = 64 + i * 13;
                     requested += size;
                     futures.add(virtual.submit(() -> {
-                        Allocation a = pool.allocateStashed(pool.defaultCategory(), size, false);
+                        Allocation a = pool.general.allocateStashed(pool.defaultCategory(), size, false);
                         Allocation passing = new Allocation();
                         pool.allocate(size, passing);
                         pool.free(passing); // the lock is taken: counted atomically, freed through the arena's queue
@@ -273,7 +273,7 @@ class ThreadBindingTest {
                                                   Category category, int size) throws Exception {
         assertTrue(shared.lockShared());
         try {
-            return virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+            return virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get();
         } finally {
             shared.unlockShared();
         }
@@ -297,12 +297,12 @@ class ThreadBindingTest {
         Category category = pool.defaultCategory();
         onVirtualThreads(virtual -> {
             for (int size : new int[] {1000, 100_000, 600_000}) { // a class's stack, the large slot, the dedicated slot
-                Allocation first = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+                Allocation first = virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get();
                 long address = first.address();
                 virtual.submit(() -> pool.free(first)).get();
                 assertFalse(first.isLive());
                 assertTrue(first.kept, "the released holder was not kept filled in the shared cache");
-                Allocation second = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+                Allocation second = virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get();
                 assertSame(first, second, "the kept holder was not handed to the next virtual thread");
                 assertEquals(address, second.address());
                 assertEquals(size, pool.stats().requestedBytes());
@@ -311,7 +311,7 @@ class ThreadBindingTest {
                 Allocation third;
                 try {
                     virtual.submit(() -> pool.free(second)).get(); // past the busy cache: not kept
-                    third = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+                    third = virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get();
                 } finally {
                     shared.unlockShared();
                 }
@@ -328,7 +328,7 @@ class ThreadBindingTest {
             for (int pass = 0; pass < 2; pass++) {
                 virtual.submit(() -> {
                     for (long i = 0; i < SWEPT_ROUNDS; i++) {
-                        pool.free(pool.allocateStashed(category, 64 + (int) (i % 3) * 1000, false));
+                        pool.free(pool.general.allocateStashed(category, 64 + (int) (i % 3) * 1000, false));
                     }
                     return null;
                 }).get();
@@ -367,7 +367,7 @@ class ThreadBindingTest {
             virtual.submit(() -> pool.free(small)).get();
 
             Category locked = pool.category("under_the_lock");
-            Allocation region = virtual.submit(() -> pool.allocateStashed(locked, 700_000, false)).get();
+            Allocation region = virtual.submit(() -> pool.general.allocateStashed(locked, 700_000, false)).get();
             assertEquals(700_000, pool.stats().category("under_the_lock").requested());
             virtual.submit(() -> pool.free(region)).get();
         });
@@ -399,11 +399,11 @@ class ThreadBindingTest {
             for (int round = 0; round < 3; round++) {
                 List<Allocation> held = new ArrayList<>();
                 for (int i = 0; i < 4; i++) {
-                    held.add(virtual.submit(() -> pool.allocateStashed(capped, size, false)).get());
+                    held.add(virtual.submit(() -> pool.general.allocateStashed(capped, size, false)).get());
                 }
                 assertEquals(4L * size, capped.trackedReserved.get());
                 assertThrows(MemoryLimitException.class,
-                        () -> unwrap(virtual.submit(() -> pool.allocateStashed(capped, size, false))));
+                        () -> unwrap(virtual.submit(() -> pool.general.allocateStashed(capped, size, false))));
                 int stashedBefore = shared.stash.size();
                 long[] addresses = new long[held.size()];
                 for (int i = 0; i < held.size(); i++) {
@@ -418,7 +418,7 @@ class ThreadBindingTest {
                 assertTrue(shared.stackFill(SizeClasses.indexOf(size))[0] >= held.size(), "the memory was not cached");
                 // the stash and the stack are both last in, first out: the last holder released comes back first,
                 // with the last memory released
-                Allocation next = virtual.submit(() -> pool.allocateStashed(capped, size, false)).get();
+                Allocation next = virtual.submit(() -> pool.general.allocateStashed(capped, size, false)).get();
                 assertSame(held.get(held.size() - 1), next);
                 assertEquals(addresses[held.size() - 1], next.address());
                 virtual.submit(() -> pool.free(next)).get();
@@ -443,10 +443,10 @@ class ThreadBindingTest {
         SharedCache shared = pool.threadCaches.shared(0);
         Category capped = pool.category("capped");
         onVirtualThreads(virtual -> {
-            Allocation quoted = virtual.submit(() -> pool.allocateStashed(capped, 1000, false)).get();
+            Allocation quoted = virtual.submit(() -> pool.general.allocateStashed(capped, 1000, false)).get();
             virtual.submit(() -> pool.free(quoted)).get();
             assertEquals(1, shared.stash.size());
-            Allocation other = virtual.submit(() -> pool.allocateStashed(pool.defaultCategory(), 5000, false)).get();
+            Allocation other = virtual.submit(() -> pool.general.allocateStashed(pool.defaultCategory(), 5000, false)).get();
             assertSame(quoted, other, "a new holder was made while the stash had one");
             assertEquals(0, shared.stash.size());
             assertTrue(other.isLive());
@@ -497,7 +497,7 @@ class ThreadBindingTest {
             assertEquals(3L * kept + 2, stats.allocations());
 
             shared.requestFlush(); // as a trim, a close or a compaction asks while a thread holds the lock
-            Allocation fresh = virtual.submit(() -> pool.allocateStashed(category, size, false)).get();
+            Allocation fresh = virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get();
             // the lock's next holder makes the pending flush (at its unlock) before anything is handed out
             assertEquals(0, shared.parkedRegions()[0], "a kept region was left parked, or handed out, while a flush was pending");
             virtual.submit(() -> pool.free(fresh)).get();
@@ -512,7 +512,7 @@ class ThreadBindingTest {
     private static List<Allocation> burst(MemoryPool pool, Category category, int size, int count) {
         List<Allocation> held = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            Allocation a = pool.allocateStashed(category, size, false);
+            Allocation a = pool.general.allocateStashed(category, size, false);
             a.buffer().putInt(size - 4, i);
             held.add(a);
         }
@@ -538,7 +538,7 @@ class ThreadBindingTest {
         onVirtualThreads(virtual -> {
             for (int size : new int[] {64, 1000, 5000, 100_000, 600_000, 3_000_000}) {
                 for (int i = 0; i < 4; i++) {
-                    held.add(virtual.submit(() -> pool.allocateStashed(category, size, false)).get());
+                    held.add(virtual.submit(() -> pool.general.allocateStashed(category, size, false)).get());
                     Allocation plain = new Allocation();
                     virtual.submit(() -> pool.allocate(size, plain)).get();
                     held.add(plain);
@@ -612,7 +612,7 @@ class ThreadBindingTest {
                     java.util.Random random = new java.util.Random(seed);
                     start.await(30, TimeUnit.SECONDS);
                     for (int round = 0; round < rounds; round++) {
-                        Allocation a = pool.allocateStashed(category, sizes[random.nextInt(sizes.length)], false);
+                        Allocation a = pool.general.allocateStashed(category, sizes[random.nextInt(sizes.length)], false);
                         long stamp = ((long) seed << 32) | round;
                         java.nio.ByteBuffer bytes = a.buffer();
                         bytes.putLong(0, stamp).putLong(bytes.capacity() - 8, stamp);

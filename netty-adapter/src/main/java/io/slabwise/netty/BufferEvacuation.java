@@ -5,7 +5,6 @@ import io.netty.buffer.CompositeByteBuf;
 import io.slabwise.Allocation;
 import io.slabwise.Allocator;
 import io.slabwise.Evacuation;
-import io.slabwise.internal.EngineAccess;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -164,7 +163,7 @@ public final class BufferEvacuation {
         for (ByteBuf component : (CompositeByteBuf) root) {
             ByteBuf part = root(component);
             Allocation a = part instanceof SlabwiseDirectByteBuf ? ((SlabwiseDirectByteBuf) part).allocation() : null;
-            if (a == null || !EngineAccess.isBlockPart(a)) {
+            if (a == null || !SlabwiseDirectByteBuf.ENGINE.isBlockPart(a)) {
                 return null;
             }
             parts.add(a);

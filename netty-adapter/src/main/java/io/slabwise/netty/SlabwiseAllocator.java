@@ -102,7 +102,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      * {@link LimitPolicy#FAIL}. Used by the views too.
      */
     ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator general, int initialCapacity, int maxCapacity) {
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(view, pool, general, initialCapacity, maxCapacity,
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(view, general, initialCapacity, maxCapacity,
                 recycleBuffers, nativeAccess, false);
         if (buf == null) {
             throw pool.limitException(general.category(), initialCapacity);
@@ -127,7 +127,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      */
     public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
         validate(initialCapacity, maxCapacity);
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(this, pool, defaultSource, initialCapacity,
+        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(this, defaultSource, initialCapacity,
                 maxCapacity, recycleBuffers, nativeAccess, true);
         return buf == null ? null : tracked(buf);
     }

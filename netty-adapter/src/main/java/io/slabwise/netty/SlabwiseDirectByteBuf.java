@@ -10,7 +10,6 @@ import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
 import io.slabwise.internal.EngineAccess;
 import io.slabwise.Allocator;
-import io.slabwise.MemoryPool;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -79,6 +78,9 @@ import java.nio.channels.ScatteringByteChannel;
  * {@code Integer.MAX_VALUE}.
  */
 class SlabwiseDirectByteBuf extends AbstractByteBuf {
+
+    /** The engine beyond its public API: a constant, so each call through it is a direct call. */
+    static final EngineAccess.Engine ENGINE = EngineAccess.engine();
 
     /**
      * Whether buffers can use native loads and stores here: Netty has
@@ -173,7 +175,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         this.allocation = allocation;
         this.allocator = allocator;
         this.source = source;
-        this.memory = EngineAccess.chunkMemory(allocation);
+        this.memory = ENGINE.chunkMemory(allocation);
         this.address = allocation.address();
         this.offset = allocation.offset();
         this.length = allocation.requestedBytes();
@@ -206,20 +208,20 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      * the only object the allocation makes, and with {@code recycle} the
      * object that came with the holder is reused and nothing is made.
      */
-    static SlabwiseDirectByteBuf allocateGeneral(ByteBufAllocator allocator, MemoryPool pool, Allocator general,
-                                                 int capacity, int maxCapacity, boolean recycle, boolean nativeAccess,
+    static SlabwiseDirectByteBuf allocateGeneral(ByteBufAllocator allocator, Allocator general, int capacity,
+                                                 int maxCapacity, boolean recycle, boolean nativeAccess,
                                                  boolean returnNullAtLimit) {
-        Allocation a = EngineAccess.allocateStashed(pool, general.category(), capacity, returnNullAtLimit);
+        Allocation a = ENGINE.allocateStashed(general.category(), capacity, returnNullAtLimit);
         if (a == null) {
             return null;
         }
         if (!recycle) {
             return newInstance(allocator, general, a, maxCapacity, nativeAccess);
         }
-        SlabwiseDirectByteBuf buf = (SlabwiseDirectByteBuf) EngineAccess.attachment(a);
+        SlabwiseDirectByteBuf buf = (SlabwiseDirectByteBuf) ENGINE.attachment(a);
         if (buf == null) {
             buf = newRecycled(nativeAccess); // a new holder, or one whose object moved to another allocation
-            EngineAccess.attach(a, buf);
+            ENGINE.attach(a, buf);
         }
         if (buf.allocation != a) { // a recycled object comes back with its own holder (see reuse)
             buf.allocation = a;
@@ -269,7 +271,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     }
 
     private void attach(Allocation a) {
-        ByteBuffer chunkMemory = EngineAccess.chunkMemory(a);
+        ByteBuffer chunkMemory = ENGINE.chunkMemory(a);
         if (chunkMemory != memory) {
             memory = chunkMemory;
             tmpNioBuffer = null;
@@ -355,7 +357,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
             allocation = null; // before the holder can serve another buffer
             tmpNioBuffer = null;
         } // else the holder, with this object attached, goes back to the thread's stash
-        a.category().pool().free(a);
+        source.free(a);
     }
 
     /**
@@ -366,7 +368,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      */
     void stopRecycling() {
         if (isRecycled()) {
-            EngineAccess.attach(allocation, null);
+            ENGINE.attach(allocation, null);
         }
     }
 
@@ -378,7 +380,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      * detached itself from the old holder ({@link #moveTo}) and is not reused.
      */
     private boolean isRecycled() {
-        return EngineAccess.attachment(allocation) == this;
+        return ENGINE.attachment(allocation) == this;
     }
 
     /** The pool allocation behind this buffer (for accounting, relocation and tests); null once released. */
@@ -402,9 +404,8 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (newCapacity == length) {
             return this;
         }
-        MemoryPool pool = allocation.category().pool();
-        if (!pool.resizeInPlace(allocation, newCapacity)) {
-            moveTo(pool, newCapacity);
+        if (!ENGINE.resizeInPlace(allocation, newCapacity)) {
+            moveTo(newCapacity);
         }
         int oldLength = length;
         attach(allocation);
@@ -431,21 +432,21 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         return Math.max(writableBytes(), Math.min(a.reservedBytes(), maxCapacity()) - writerIndex());
     }
 
-    /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one into {@code pool}, its pool. */
-    private void moveTo(MemoryPool pool, int newCapacity) {
+    /** Moves the bytes that still fit to a new allocation of {@code newCapacity} bytes and frees the old one. */
+    private void moveTo(int newCapacity) {
         // a sequential allocator serves neither an empty request nor one above its largest: such a buffer
         // holds its bytes in its category's general pool, and moves back to its own source when it fits again
-        Allocator target = source.serves(newCapacity) ? source : pool.allocator(source.category());
+        Allocator target = source.serves(newCapacity) ? source : ENGINE.generalAllocator(source.category());
         Allocation moved = new Allocation();
         if (!target.allocate(newCapacity, moved)) {
-            throw pool.limitException(source.category(), newCapacity);
+            throw ENGINE.limitException(source.category(), newCapacity);
         }
         int keep = Math.min(length, newCapacity);
         if (keep > 0) {
-            EngineAccess.chunkMemory(moved).put(moved.offset(), memory, offset, keep);
+            ENGINE.chunkMemory(moved).put(moved.offset(), memory, offset, keep);
         }
         stopRecycling(); // the old holder may be reused at once: never with this live object
-        pool.free(allocation);
+        source.free(allocation);
         allocation = moved;
     }
 
