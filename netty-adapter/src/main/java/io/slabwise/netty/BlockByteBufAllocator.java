@@ -71,7 +71,7 @@ public final class BlockByteBufAllocator {
                                       boolean nativeAccess) {
         CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
         for (Allocation part : parts) {
-            ByteBuf component = SlabwiseDirectByteBuf.wrap(view, growSource, part, part.requestedBytes(),
+            ByteBuf component = DirectBuffers.wrap(view, growSource, part, part.requestedBytes(),
                     nativeAccess);
             component.writerIndex(component.capacity());
             composite.addComponent(false, component);

@@ -176,7 +176,7 @@ public final class BufferEvacuation {
         if (!evacuation.moveInto(old.allocation(), to)) {
             return null;
         }
-        return SlabwiseAllocator.leakAware(SlabwiseDirectByteBuf.wrap(old.alloc(), old.source(), to,
+        return SlabwiseAllocator.leakAware(DirectBuffers.wrap(old.alloc(), old.source(), to,
                 old.maxCapacity(), allocator.nativeAccess()));
     }
 

@@ -67,7 +67,7 @@ public final class SequentialByteBufAllocator {
         if (!sequential.tryAllocate(size, a)) {
             return null;
         }
-        return SlabwiseAllocator.leakAware(SlabwiseDirectByteBuf.wrap(view, sequential, a, Integer.MAX_VALUE,
+        return SlabwiseAllocator.leakAware(DirectBuffers.wrap(view, sequential, a, Integer.MAX_VALUE,
                 parent.nativeAccess()));
     }
 

@@ -102,7 +102,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      * {@link LimitPolicy#FAIL}. Used by the views too.
      */
     ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator general, int initialCapacity, int maxCapacity) {
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(view, general, initialCapacity, maxCapacity,
+        SlabwiseDirectByteBuf buf = DirectBuffers.allocateGeneral(view, general, initialCapacity, maxCapacity,
                 recycleBuffers, nativeAccess, false);
         if (buf == null) {
             throw pool.limitException(general.category(), initialCapacity);
@@ -112,7 +112,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
 
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
     ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocate(view, source, initialCapacity, maxCapacity,
+        SlabwiseDirectByteBuf buf = DirectBuffers.allocate(view, source, initialCapacity, maxCapacity,
                 nativeAccess);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
@@ -127,7 +127,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      */
     public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
         validate(initialCapacity, maxCapacity);
-        SlabwiseDirectByteBuf buf = SlabwiseDirectByteBuf.allocateGeneral(this, defaultSource, initialCapacity,
+        SlabwiseDirectByteBuf buf = DirectBuffers.allocateGeneral(this, defaultSource, initialCapacity,
                 maxCapacity, recycleBuffers, nativeAccess, true);
         return buf == null ? null : tracked(buf);
     }
@@ -394,7 +394,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
 
         private boolean preferDirect = true;
         private boolean recycleBuffers = Boolean.getBoolean("slabwise.recycleBuffers");
-        private boolean nativeAccess = SlabwiseDirectByteBuf.NATIVE_ACCESS;
+        private boolean nativeAccess = NativeAccess.AVAILABLE;
 
         private Builder() {
             waitAllowed(() -> io.netty.util.internal.ThreadExecutorMap.currentExecutor() == null);
@@ -446,7 +446,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
          * run the no-address paths on any JVM.
          */
         Builder nativeAccess(boolean nativeAccess) {
-            this.nativeAccess = nativeAccess && SlabwiseDirectByteBuf.NATIVE_ACCESS;
+            this.nativeAccess = nativeAccess && NativeAccess.AVAILABLE;
             return this;
         }
 

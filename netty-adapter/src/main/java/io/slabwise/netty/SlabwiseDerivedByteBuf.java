@@ -406,13 +406,13 @@ abstract class SlabwiseDerivedByteBuf extends AbstractByteBuf {
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        return SlabwiseDirectByteBuf.readFrom(in, parent.nioBuffer(idx(index), length));
+        return ForeignCode.readFrom(in, parent.nioBuffer(idx(index), length));
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
-        return SlabwiseDirectByteBuf.readFrom(in, parent.nioBuffer(idx(index), length), position);
+        return ForeignCode.readFrom(in, parent.nioBuffer(idx(index), length), position);
     }
 
     @Override

@@ -6,7 +6,6 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.ByteProcessor;
 import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.internal.ObjectUtil;
-import io.netty.util.internal.PlatformDependent;
 import io.slabwise.Allocation;
 import io.slabwise.internal.EngineAccess;
 import io.slabwise.Allocator;
@@ -18,7 +17,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.GatheringByteChannel;
 import java.nio.channels.ScatteringByteChannel;
@@ -40,7 +38,7 @@ import java.nio.channels.ScatteringByteChannel;
  * memory address, so it works on every JVM, including Netty 4.2 on JDK 24 and
  * later, where Netty leaves {@code sun.misc.Unsafe} off.
  * {@link SlabwiseUnsafeDirectByteBuf} adds native loads and stores and reports
- * its address; the allocator makes those wherever {@link #NATIVE_ACCESS} holds.
+ * its address; the allocator makes those wherever {@link NativeAccess#AVAILABLE} holds.
  *
  * <p><b>Copies between buffers always end.</b> A copy to or from another
  * {@code ByteBuf} goes address to address (native access on both sides), array
@@ -81,39 +79,6 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
 
     /** The engine beyond its public API: a constant, so each call through it is a direct call. */
     static final EngineAccess.Engine ENGINE = EngineAccess.engine();
-
-    /**
-     * Whether buffers can use native loads and stores here: Netty has
-     * {@code Unsafe} and the platform takes unaligned accesses. Read once; an
-     * allocator may still choose buffers without native access (its builder's
-     * package-private {@code nativeAccess(false)}, for tests).
-     */
-    static final boolean NATIVE_ACCESS = PlatformDependent.hasUnsafe() && PlatformDependent.isUnaligned();
-
-    /**
-     * Whether Netty's own direct buffers report their memory's address where
-     * Netty has no {@code Unsafe} (Netty 4.2 does, Netty 4.1 does not): a
-     * buffer without native access then reports its address too, so that
-     * native transports and OpenSSL hand it to native code as they do
-     * Netty's buffers, instead of copying through a {@code ByteBuffer}.
-     * Java code still reads and writes through the buffer's checked paths.
-     * Asked of Netty once, by making and releasing one unpooled buffer.
-     */
-    static final boolean ADDRESS_WITHOUT_NATIVE_ACCESS = nettyReportsAddressesWithoutUnsafe();
-
-    private static boolean nettyReportsAddressesWithoutUnsafe() {
-        if (PlatformDependent.hasUnsafe()) {
-            return false; // Netty's buffers there have native access, and so do ours where the platform allows
-        }
-        ByteBuf probe = new io.netty.buffer.UnpooledByteBufAllocator(false, true).directBuffer(1);
-        try {
-            return probe.hasMemoryAddress();
-        } finally {
-            probe.release();
-        }
-    }
-
-    private static final int STREAM_COPY_CHUNK = 8192;
 
     private static final VarHandle REF_CNT;
 
@@ -183,79 +148,13 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         VarHandle.storeStoreFence(); // as above
     }
 
-    /**
-     * Allocates a buffer of {@code capacity} bytes from {@code source}, any
-     * allocator (a sequential one, say); the caller has validated the
-     * capacities. Returns null when the source refused at a limit under
-     * {@link io.slabwise.LimitPolicy#RETURN_NULL}. The buffer object is never
-     * recycled: only the general pool's holders come from a stash.
-     */
-    static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, Allocator source, int capacity, int maxCapacity,
-                                          boolean nativeAccess) {
-        Allocation a = new Allocation();
-        if (!source.allocate(capacity, a)) {
-            return null;
-        }
-        return newInstance(allocator, source, a, maxCapacity, nativeAccess);
-    }
-
-    /**
-     * Allocates a buffer of {@code capacity} bytes from {@code general}, the
-     * general pool of one of {@code pool}'s categories: the hot path. Returns
-     * null when refused at a limit under {@link io.slabwise.LimitPolicy#RETURN_NULL},
-     * or whatever the policy (and without waiting) with {@code returnNullAtLimit}.
-     * The holder comes from the thread's stash; a new buffer object is then
-     * the only object the allocation makes, and with {@code recycle} the
-     * object that came with the holder is reused and nothing is made.
-     */
-    static SlabwiseDirectByteBuf allocateGeneral(ByteBufAllocator allocator, Allocator general, int capacity,
-                                                 int maxCapacity, boolean recycle, boolean nativeAccess,
-                                                 boolean returnNullAtLimit) {
-        Allocation a = ENGINE.allocateStashed(general.category(), capacity, returnNullAtLimit);
-        if (a == null) {
-            return null;
-        }
-        if (!recycle) {
-            return newInstance(allocator, general, a, maxCapacity, nativeAccess);
-        }
-        SlabwiseDirectByteBuf buf = (SlabwiseDirectByteBuf) ENGINE.attachment(a);
-        if (buf == null) {
-            buf = newRecycled(nativeAccess); // a new holder, or one whose object moved to another allocation
-            ENGINE.attach(a, buf);
-        }
-        if (buf.allocation != a) { // a recycled object comes back with its own holder (see reuse)
-            buf.allocation = a;
-        }
-        buf.reuse(allocator, general, maxCapacity);
-        return buf;
-    }
-
-    /**
-     * A buffer over an allocation made elsewhere (a block of a block pool, say),
-     * taking ownership of it; {@code growSource} serves it if it must grow.
-     */
-    static SlabwiseDirectByteBuf wrap(ByteBufAllocator allocator, Allocator growSource, Allocation allocation,
-                                      int maxCapacity, boolean nativeAccess) {
-        return newInstance(allocator, growSource, allocation, maxCapacity, nativeAccess);
-    }
-
-    /** A new buffer object to be recycled: native access only where {@link #NATIVE_ACCESS} allows it. */
-    private static SlabwiseDirectByteBuf newRecycled(boolean nativeAccess) {
-        return nativeAccess && NATIVE_ACCESS ? new SlabwiseUnsafeDirectByteBuf() : new SlabwiseDirectByteBuf();
-    }
-
-    /** A new buffer object, never recycled, over {@code a}: native access only where {@link #NATIVE_ACCESS} allows it. */
-    private static SlabwiseDirectByteBuf newInstance(ByteBufAllocator allocator, Allocator source, Allocation a,
-                                                     int maxCapacity, boolean nativeAccess) {
-        return nativeAccess && NATIVE_ACCESS
-                ? new SlabwiseUnsafeDirectByteBuf(allocator, source, a, maxCapacity)
-                : new SlabwiseDirectByteBuf(allocator, source, a, maxCapacity);
-    }
-
-    /** Sets up a recycled object, new or reused, for the allocation it now holds, as a new buffer would be. */
-    private void reuse(ByteBufAllocator allocator, Allocator source, int maxCapacity) {
+    /** Sets up a recycled object, new or reused, for the allocation {@code a} it now holds, as a new buffer would be. */
+    void reuse(Allocation a, ByteBufAllocator allocator, Allocator source, int maxCapacity) {
         // a recycled object is long-lived, and a reference stored into a long-lived object costs G1 a memory
         // fence and a card mark: what it already holds (the usual case) is not stored again
+        if (allocation != a) { // a recycled object comes back with its own holder
+            allocation = a;
+        }
         if (this.allocator != allocator) {
             this.allocator = allocator;
         }
@@ -494,7 +393,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     /**
      * Whether {@link #memoryAddress()} gives this buffer's address: where
      * Netty's own direct buffers report theirs without native access (see
-     * {@link #ADDRESS_WITHOUT_NATIVE_ACCESS}). Native code handed the
+     * {@link NativeAccess#ADDRESS_WITHOUT_IT}). Native code handed the
      * address must be done with it before the buffer is released; a
      * relocatable cache entry is moved only by its owner, which never moves
      * one that anything, Java or native, is writing, and its old memory
@@ -502,7 +401,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
      */
     @Override
     public boolean hasMemoryAddress() {
-        return ADDRESS_WITHOUT_NATIVE_ACCESS;
+        return NativeAccess.ADDRESS_WITHOUT_IT;
     }
 
     @Override
@@ -696,13 +595,7 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
         if (length == 0) {
             return this;
         }
-        byte[] tmp = new byte[Math.min(length, STREAM_COPY_CHUNK)];
-        for (int done = 0; done < length; ) {
-            int n = Math.min(tmp.length, length - done);
-            getBytes(index + done, tmp, 0, n); // checked for every chunk: see below
-            out.write(tmp, 0, n);
-            done += n;
-        }
+        ForeignCode.copyOut(this, index, out, length);
         return this;
     }
 
@@ -779,123 +672,45 @@ class SlabwiseDirectByteBuf extends AbstractByteBuf {
     @Override
     public int setBytes(int index, InputStream in, int length) throws IOException {
         checkIndex(index, length);
-        byte[] tmp = new byte[length];
-        int read = in.read(tmp, 0, length);
-        if (read <= 0) {
-            return read;
-        }
-        setBytes(index, tmp, 0, read); // checked again after the read: see below
-        return read;
+        return ForeignCode.copyIn(this, index, in, length);
     }
 
-    // Code we do not control runs in the middle of a stream copy (the stream's read or write) and of a
-    // walk with a ByteProcessor, and it may release this buffer or change its capacity (and so move it):
-    // every later access is checked again, or it would read or write memory that by then belongs to other
-    // buffers. Netty's own buffers do not check again. Plain gets and sets call nothing and pay nothing; a walk
-    // pays one check per eight bytes.
+    // streams, processors and channels run code we do not control in the middle of an access: see ForeignCode
 
     @Override
     public int forEachByte(ByteProcessor processor) {
         ensureAccessible();
-        return firstStop(readerIndex(), writerIndex(), processor);
+        return ForeignCode.firstStop(this, readerIndex(), writerIndex(), processor);
     }
 
     @Override
     public int forEachByte(int index, int length, ByteProcessor processor) {
         checkIndex(index, length);
-        return firstStop(index, index + length, processor);
+        return ForeignCode.firstStop(this, index, index + length, processor);
     }
 
     @Override
     public int forEachByteDesc(ByteProcessor processor) {
         ensureAccessible();
-        return lastStop(readerIndex(), writerIndex(), processor);
+        return ForeignCode.lastStop(this, readerIndex(), writerIndex(), processor);
     }
 
     @Override
     public int forEachByteDesc(int index, int length, ByteProcessor processor) {
         checkIndex(index, length);
-        return lastStop(index, index + length, processor);
-    }
-
-    /**
-     * The first index in {@code [start, end)} where {@code processor} stops, or -1. The bytes are read eight
-     * at a time, each word with a check, and handed over from the word: what the processor gets was this
-     * buffer's when it was read, whatever the processor does to the buffer, at one check per eight bytes.
-     */
-    private int firstStop(int start, int end, ByteProcessor processor) {
-        try {
-            int i = start;
-            for (; end - i >= Long.BYTES; i += Long.BYTES) {
-                long word = getLong(i); // big-endian: byte i + k is the k-th from the top
-                for (int k = 0; k < Long.BYTES; k++) {
-                    if (!processor.process((byte) (word >>> (56 - (k << 3))))) {
-                        return i + k;
-                    }
-                }
-            }
-            for (; i < end; i++) {
-                if (!processor.process(getByte(i))) {
-                    return i;
-                }
-            }
-        } catch (Exception e) {
-            PlatformDependent.throwException(e);
-        }
-        return -1;
-    }
-
-    /** The last index in {@code [start, end)} where {@code processor} stops, or -1; read as {@link #firstStop} reads. */
-    private int lastStop(int start, int end, ByteProcessor processor) {
-        try {
-            int i = end;
-            for (; i - start >= Long.BYTES; i -= Long.BYTES) {
-                long word = getLong(i - Long.BYTES);
-                for (int k = Long.BYTES - 1; k >= 0; k--) {
-                    if (!processor.process((byte) (word >>> (56 - (k << 3))))) {
-                        return i - Long.BYTES + k;
-                    }
-                }
-            }
-            for (i--; i >= start; i--) {
-                if (!processor.process(getByte(i))) {
-                    return i;
-                }
-            }
-        } catch (Exception e) {
-            PlatformDependent.throwException(e);
-        }
-        return -1;
+        return ForeignCode.lastStop(this, index, index + length, processor);
     }
 
     @Override
     public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
         checkIndex(index, length);
-        return readFrom(in, internalView(index, length));
+        return ForeignCode.readFrom(in, internalView(index, length));
     }
 
     @Override
     public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
         checkIndex(index, length);
-        return readFrom(in, internalView(index, length), position);
-    }
-
-    /** Reads from {@code in} into {@code dst}: the bytes read, or -1 for a closed channel, as Netty's buffers answer. */
-    static int readFrom(ScatteringByteChannel in, ByteBuffer dst) throws IOException {
-        try {
-            return in.read(dst);
-        } catch (ClosedChannelException ignored) {
-            return -1;
-        }
-    }
-
-    /** {@link #readFrom(ScatteringByteChannel, ByteBuffer)} at {@code position} of a file. */
-    static int readFrom(FileChannel in, ByteBuffer dst, long position) throws IOException {
-        try {
-            return in.read(dst, position);
-        } catch (ClosedChannelException ignored) {
-            return -1;
-        }
+        return ForeignCode.readFrom(in, internalView(index, length), position);
     }
 
     @Override

@@ -10,7 +10,7 @@ import io.slabwise.Allocator;
  * A {@link SlabwiseDirectByteBuf} that reads and writes its bytes with native
  * loads and stores through Netty's {@link PlatformDependent}, and exposes its
  * {@link #memoryAddress()}. Made only where
- * {@link SlabwiseDirectByteBuf#NATIVE_ACCESS} holds: Netty has
+ * {@link NativeAccess#AVAILABLE} holds: Netty has
  * {@code sun.misc.Unsafe} and the platform takes unaligned accesses.
  *
  * <p>Copies to and from another buffer that has an address go address to

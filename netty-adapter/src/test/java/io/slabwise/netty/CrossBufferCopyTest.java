@@ -176,7 +176,7 @@ class CrossBufferCopyTest {
         ByteBuf withAddress = hold(SlabwiseContractFixture.ALLOCATOR.directBuffer(64));
         boolean expected = PlatformDependent.hasUnsafe() && PlatformDependent.isUnaligned();
         assertEquals(expected || nettyReports, withAddress.hasMemoryAddress());
-        assertEquals(expected, SlabwiseDirectByteBuf.NATIVE_ACCESS);
+        assertEquals(expected, NativeAccess.AVAILABLE);
         if (expected || nettyReports) {
             assertEquals(withAddress.memoryAddress() + 8, withAddress.slice(8, 8).memoryAddress());
         }
