@@ -22,6 +22,14 @@ cd "$(dirname "$0")/.."
 # shellcheck source=benchmarks/bench-common.sh
 source benchmarks/bench-common.sh
 csv=${CSV:-target/soak.csv}
+# Below Java 22 the chunks are direct memory from malloc, and the soak's refusing chunk source wraps it: a
+# pool carves region groups (which glibc unmaps whole) from its built-in source only, so without a fixed
+# mmap threshold glibc keeps chunks freed one by one resident and the resident-memory check fails. The
+# setting docs/operations.md gives for that case, unless the caller set one.
+if (( $(java_major) < 22 )) && [[ -z ${MALLOC_MMAP_THRESHOLD_:-} ]]; then
+  export MALLOC_MMAP_THRESHOLD_=131072
+  echo "MALLOC_MMAP_THRESHOLD_=131072: direct chunks through a chunk source of the soak's own (see docs/operations.md)"
+fi
 echo "jar: $jar  java: $("$java" -version 2>&1 | head -1)  netty: $(netty_version)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 # shellcheck disable=SC2086 # JAVA_OPTS is a list of options

@@ -1,6 +1,7 @@
 package io.slabwise.benchmarks.soak;
 
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.util.ResourceLeakDetector;
 import io.slabwise.CategoryStats;
 import io.slabwise.ChunkSource;
@@ -245,6 +246,9 @@ public final class Soak {
             System.setProperty("io.netty.customResourceLeakDetector", LeakRecorder.class.getName());
         }
         ResourceLeakDetector.setLevel(settings.leakLevel);
+        // the first buffer class to load makes the buffers' detector: make it now, so the check below does not
+        // depend on whether anything happened to load one yet (Netty 4.1 with Unsafe loads none by then)
+        Unpooled.buffer(1).release();
         nativeMemory = NativeMemory.start();
         ChunkSource preferred = ChunkSource.preferred();
         source = new RefusingChunkSource(preferred, settings.refuseOneIn, settings.seed);
