@@ -53,7 +53,7 @@ import java.util.function.LongConsumer;
  * chunks are kept for reuse; the rest go back to the chunk source at once, and
  * {@link #trim} returns every idle chunk.
  */
-final class Arena {
+final class Arena implements Compaction.Evacuable {
 
     /**
      * The most remote frees a lock holder applies before its own work (an
@@ -697,6 +697,18 @@ final class Arena {
         placement.update(chunk);
         committed.evacuating(chunk.region, true);
         return true;
+    }
+
+    /** Starts evacuating a general-pool chunk a compaction chose, as the victim says it is marked. */
+    @Override
+    public boolean startEvacuation(CompactionChoice.Victim victim) {
+        return startEvacuation(victim.chunk, victim.emptyToo, victim.maxUsedBytes, false);
+    }
+
+    /** Ends the evacuation of a general-pool chunk a compaction chose; see {@link #endEvacuation(Chunk)}. */
+    @Override
+    public boolean endEvacuation(CompactionChoice.Victim victim) {
+        return endEvacuation(victim.chunk);
     }
 
     /**

@@ -345,43 +345,21 @@ public final class BlockPool {
      * to the operating system; each stripe is the destination of its blocks,
      * with its free sub-blocks as the room the moves can use.
      */
-    void sparseBlocks(long maxUsedBytes, List<Compaction.Victim> out) {
+    void sparseBlocks(long maxUsedBytes, List<CompactionChoice.Victim> out) {
         for (Stripe stripe : subBlocks.stripes) {
             synchronized (stripe) {
-                Compaction.Destination destination = new Compaction.Destination(blocks.slotSize,
+                CompactionChoice.Destination destination = new CompactionChoice.Destination(blocks.slotSize,
                         stripe.freeSlots * subBlocks.slotSize);
                 for (SlotRegion head : stripe.byFree) {
                     for (SlotRegion region = head; region != null; region = region.next) {
                         long used = (long) (subBlocks.slotsPerRegion - region.free()) * subBlocks.slotSize;
                         if (used > 0 && used <= maxUsedBytes) {
-                            out.add(sparseBlock(region, used, destination));
+                            out.add(CompactionChoice.Victim.block(region, region.memory.chunk, used, destination, category));
                         }
                     }
                 }
             }
         }
-    }
-
-    /** A block cut into sub-blocks ({@code region}) as a compaction's victim. */
-    private Compaction.Victim sparseBlock(SlotRegion region, long used, Compaction.Destination destination) {
-        Chunk block = region.memory.chunk;
-        return new Compaction.Victim(block, used, destination, category) {
-            @Override
-            boolean start() {
-                chunks.evacuateBlock(block, true);
-                if (!region.memory.isLive()) { // emptied meanwhile
-                    chunks.evacuateBlock(block, false);
-                    return false;
-                }
-                return true;
-            }
-
-            @Override
-            boolean end() {
-                chunks.evacuateBlock(block, false); // no change when it emptied: then it went back already
-                return !region.memory.isLive();
-            }
-        };
     }
 
     /** Gives every idle block back to the operating system; returns how many. */
@@ -661,7 +639,7 @@ public final class BlockPool {
      * sub-blocks or a sub-block cut into mini-blocks); guarded by its
      * stripe's monitor. An idle block is in no stripe until it is reused.
      */
-    private final class SlotRegion extends ListNode<SlotRegion> {
+    private final class SlotRegion extends ListNode<SlotRegion> implements Compaction.Evacuable {
         Stripe stripe;
         final Allocation memory = new Allocation();
         /** Which slots are taken. */
@@ -676,6 +654,24 @@ public final class BlockPool {
 
         SlotSize owner() {
             return stripe.size;
+        }
+
+        /** Marks the block a region of sub-blocks cuts, chosen by a compaction; false when the region emptied meanwhile. */
+        @Override
+        public boolean startEvacuation(CompactionChoice.Victim victim) {
+            chunks.evacuateBlock(victim.chunk, true);
+            if (!memory.isLive()) { // emptied meanwhile
+                chunks.evacuateBlock(victim.chunk, false);
+                return false;
+            }
+            return true;
+        }
+
+        /** Unmarks the block; true when the region emptied (its block went back then). */
+        @Override
+        public boolean endEvacuation(CompactionChoice.Victim victim) {
+            chunks.evacuateBlock(victim.chunk, false); // no change when it emptied: then it went back already
+            return !memory.isLive();
         }
 
         /** Free slots: the list of its stripe it belongs in. */

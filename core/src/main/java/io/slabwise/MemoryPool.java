@@ -85,8 +85,9 @@ public final class MemoryPool implements AutoCloseable {
                 admission, idle, committed);
         this.categories.open(general);
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, general);
-        this.compaction = new Compaction(arenas, sequentialAllocators.values(), blockPools.values(), threadCaches,
-                admission, general, statistics, limit, committed, config.chunkSize(), config.ticker());
+        CompactionChoice choice = new CompactionChoice(arenas, sequentialAllocators.values(), blockPools.values(), limit,
+                committed, config.chunkSize());
+        this.compaction = new Compaction(choice, threadCaches, admission, general, statistics, limit, config.ticker());
         CLEANER.register(this, committed.reclaimerOnCollection());
         upkeep.start(this, compaction);
         LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);

@@ -401,38 +401,12 @@ public final class SequentialAllocator implements Allocator {
      * choose from; slices carved from the stripes' open chunks never come from
      * a pinned chunk, so what a move carves lands elsewhere.
      */
-    void sparsePinnedChunks(long maxLiveBytes, Compaction.Destination destination, List<Compaction.Victim> out) {
+    void sparsePinnedChunks(long maxLiveBytes, CompactionChoice.Destination destination, List<CompactionChoice.Victim> out) {
         for (SlabChunk slab : pinned) {
             Chunk chunk = slab.memory.chunk; // null once it went back to its arena
             long live = slab.liveBytes();
             if (chunk != null && live <= maxLiveBytes) {
-                out.add(new Compaction.Victim(chunk, live, destination, category) {
-                    @Override
-                    long reusableFree() {
-                        return 0; // a retired chunk takes no slice again: its room was never the destination's
-                    }
-
-                    @Override
-                    boolean start() {
-                        // marked through its arena, which counts it in its region group too
-                        if (!pinned.contains(slab) || !chunk.arena.startEvacuation(chunk, false, Long.MAX_VALUE, true)) {
-                            return false;
-                        }
-                        if (!pinned.contains(slab)) { // recycled meanwhile, as the spare: nothing to move
-                            chunk.arena.endEvacuation(chunk);
-                            return false;
-                        }
-                        return true;
-                    }
-
-                    @Override
-                    boolean end() {
-                        // emptied, and not taken again meanwhile as a stripe's chunk (from the spare)
-                        boolean emptied = !pinned.contains(slab) && !slab.isOpen();
-                        chunk.arena.endEvacuation(chunk); // a chunk that emptied went back to its arena, and from there out
-                        return emptied;
-                    }
-                });
+                out.add(CompactionChoice.Victim.pinnedSlab(slab, chunk, live, destination, category));
             }
         }
     }
@@ -522,7 +496,7 @@ public final class SequentialAllocator implements Allocator {
      * The low count never goes below zero, so a change to it never borrows
      * from the high bits.
      */
-    private final class SlabChunk {
+    private final class SlabChunk implements Compaction.Evacuable {
         /** Added to the low count while the chunk is open; more than the slices a chunk can hold. */
         static final long OPEN = 1L << 30;
 
@@ -568,6 +542,29 @@ public final class SequentialAllocator implements Allocator {
          */
         boolean isOpen() {
             return (int) state.get() >= OPEN / 2;
+        }
+
+        /** Marks the chunk, chosen by a compaction while pinned; false when it was recycled meanwhile. */
+        @Override
+        public boolean startEvacuation(CompactionChoice.Victim victim) {
+            Chunk chunk = victim.chunk;
+            // marked through its arena, which counts it in its region group too
+            if (!pinned.contains(this) || !chunk.arena.startEvacuation(chunk, false, Long.MAX_VALUE, true)) {
+                return false;
+            }
+            if (!pinned.contains(this)) { // recycled meanwhile, as the spare: nothing to move
+                chunk.arena.endEvacuation(chunk);
+                return false;
+            }
+            return true;
+        }
+
+        /** Unmarks the chunk; true when it emptied and was not taken again meanwhile as a stripe's chunk (from the spare). */
+        @Override
+        public boolean endEvacuation(CompactionChoice.Victim victim) {
+            boolean emptied = !pinned.contains(this) && !isOpen();
+            victim.chunk.arena.endEvacuation(victim.chunk); // a chunk that emptied went back to its arena, and from there out
+            return emptied;
         }
 
         /** Makes an emptied chunk (the spare) a fresh open chunk; under the lock of the stripe that opens it. */

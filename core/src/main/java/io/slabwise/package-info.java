@@ -25,8 +25,9 @@
  *   <tr><td></td><td>{@code IdleMemory}, {@code Upkeep}</td><td>decay, trim, reclaiming at the ceiling; the
  *       background work on the pool's scheduler and the giving back at close</td></tr>
  *   <tr><td></td><td>{@code Statistics}</td><td>counter snapshots, {@code stats()}, the operator's report</td></tr>
- *   <tr><td></td><td>{@code Compaction}, {@code Evacuation}; {@code Pressure}</td><td>emptying sparse chunks
- *       through owners' relocators; asking owners' shrinkers for memory</td></tr>
+ *   <tr><td></td><td>{@code Compaction}, {@code CompactionChoice}, {@code Evacuation}; {@code Pressure}</td><td>emptying
+ *       sparse chunks through owners' relocators (the choice of what to empty a part of its own); asking owners'
+ *       shrinkers for memory</td></tr>
  *   <tr><td>carving</td><td>{@code Arena}, {@code Chunk}, {@code Subpage}, {@code SizeClasses},
  *       {@code PlacementIndex}, {@code OccupancyBands}</td><td>chunks into runs and subpages</td></tr>
  *   <tr><td>cache allocators</td><td>{@code SequentialAllocator}, {@code BlockPool}</td><td>FIFO slabs, fixed blocks</td></tr>
