@@ -28,13 +28,10 @@ import java.util.function.LongConsumer;
  * arena holds) that has a long enough free run; a new chunk is taken only when
  * no chunk fits. New allocations thus pack into a stable set of old chunks
  * while the newest chunks, filled last, hold only what did not fit and drain
- * first, so they become idle and go back to the operating system. The
- * placement it replaced, the fullest chunk with room, picked a chunk that had
- * just begun to drain whenever memory was freed oldest first (a log cache),
- * so every chunk held memory of every age and none emptied: on a FIFO log
- * cache of records from 100 B to 1 MiB the committed memory was 1.25 times
- * the requested, against 1.15 oldest first (1.38 against 1.26 when entries
- * are evicted at random).
+ * first, so they become idle and go back to the operating system (the
+ * fullest chunk with room, which it replaced, refilled chunks that had begun
+ * to drain: 1.25 times the requested bytes committed on a FIFO log cache,
+ * against 1.15).
  *
  * <h2>Chunk sizes</h2>
  * An arena's first chunks are small ({@code firstChunkSize}, 256 KiB by
@@ -231,18 +228,13 @@ final class Arena implements Compaction.Evacuable {
 
     /**
      * Takes up to {@code max} allocations of a cached size class into
-     * {@code chunkIdsOut}/{@code handlesOut} from index 0, for a thread cache
-     * refill: one lock for many allocations. Memory of the class that other
-     * threads handed back through the remote-free queue (among the
-     * {@link #DRAIN_BATCH} frees the refill drains) goes straight into the
-     * batch, still marked taken (a subpage element stays set in its bitmap, a
-     * run stays carved), unless a compaction is emptying its chunk, so a
-     * producer whose buffers are released elsewhere gets them back without a
-     * subpage being emptied and made again or a run merged and split again.
-     * Then a small class takes elements from subpages with room, of which
-     * only the first may be a new subpage, so a refill never grows the arena
-     * by more than one subpage; a run class takes one new run if the queue
-     * gave none.
+     * {@code chunkIdsOut}/{@code handlesOut} from index 0: a thread cache's
+     * refill, one lock for many. Remote frees of the class (among the
+     * {@link #DRAIN_BATCH} drained) go straight into the batch, still taken,
+     * unless their chunk is being emptied: no subpage emptied and made again,
+     * no run merged and split again. Then a small class takes elements of
+     * subpages with room (at most one new subpage per refill); a run class
+     * takes one new run if the queue gave none.
      *
      * @return how many allocations were taken, at least 1
      */
@@ -624,12 +616,10 @@ final class Arena implements Compaction.Evacuable {
     }
 
     /**
-     * Adds to {@code out} the chunks of this arena that hold something but at
-     * most {@code maxOccupancy} of their size (handed out to buffers or thread
-     * caches; chunks differ in size, see {@link #newChunkSize}),
-     * after applying the frees other threads handed over; for a compaction
-     * to choose from; never a chunk lent whole to a sequential allocator.
-     * Idle chunks too with {@code idleToo}: with region groups, an idle chunk
+     * Adds to {@code out}, for a compaction to choose from, the chunks that
+     * hold something but at most {@code maxOccupancy} of their size, after
+     * the remote frees; never one lent whole to a sequential allocator. Idle
+     * chunks too with {@code idleToo}: with region groups, an idle chunk
      * kept for reuse would keep its group from emptying.
      *
      * @return the bytes of the free pages of all this arena's chunks, idle ones included: the room a move can
@@ -699,13 +689,12 @@ final class Arena implements Compaction.Evacuable {
         return true;
     }
 
-    /** Starts evacuating a general-pool chunk a compaction chose, as the victim says it is marked. */
+    /** A general-pool chunk a compaction chose: marked as the victim says, ended as {@link #endEvacuation(Chunk)}. */
     @Override
     public boolean startEvacuation(CompactionChoice.Victim victim) {
         return startEvacuation(victim.chunk, victim.emptyToo, victim.maxUsedBytes, false);
     }
 
-    /** Ends the evacuation of a general-pool chunk a compaction chose; see {@link #endEvacuation(Chunk)}. */
     @Override
     public boolean endEvacuation(CompactionChoice.Victim victim) {
         return endEvacuation(victim.chunk);
