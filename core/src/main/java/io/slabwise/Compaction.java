@@ -64,7 +64,6 @@ final class Compaction {
     private final ThreadCaches threadCaches;
     /** Where moves take new memory, in the arena they leave, and give back what they could not use. */
     private final GeneralPool general;
-    private final Admission admission;
     /** The counters, for which relocatable categories hold general-pool memory. */
     private final Statistics statistics;
     /** The ceiling: the reserve kept for compactions' moves, and what a compaction gave back. */
@@ -85,11 +84,10 @@ final class Compaction {
     private final List<Victim> draining = new ArrayList<>();
     private final AtomicReference<CompactionStats> totals = new AtomicReference<>(CompactionStats.NONE);
 
-    Compaction(CompactionChoice choice, ThreadCaches threadCaches, Admission admission, GeneralPool general,
-               Statistics statistics, MemoryLimit limit, Ticker ticker) {
+    Compaction(CompactionChoice choice, ThreadCaches threadCaches, GeneralPool general, Statistics statistics,
+               MemoryLimit limit, Ticker ticker) {
         this.choice = choice;
         this.threadCaches = threadCaches;
-        this.admission = admission;
         this.general = general;
         this.statistics = statistics;
         this.limit = limit;
@@ -217,7 +215,7 @@ final class Compaction {
                 if (!holding.contains(owner.getKey())) {
                     continue; // no chunk being emptied holds its entries: its walk would find nothing
                 }
-                Evacuation evacuation = new Evacuation(this, owner.getKey(), maxBytesToMove - moved,
+                Evacuation evacuation = new Evacuation(general, owner.getKey(), maxBytesToMove - moved,
                         regionKeysHolding(started, owner.getKey()));
                 try {
                     owner.getValue().relocate(evacuation);
@@ -313,29 +311,5 @@ final class Compaction {
             }
         }
         return held;
-    }
-
-    /**
-     * New general-pool memory for a move of {@code from}: in {@code from}'s
-     * arena, where the choice counted room for it, past the thread cache,
-     * never waiting at a limit.
-     */
-    boolean allocateForMove(Allocation from, Allocation to) {
-        if (from.chunk.huge) {
-            throw new IllegalArgumentException("a huge allocation has a region of its own and never moves: " + from);
-        }
-        Arena arena = from.chunk.arena;
-        return admission.tryAdmit((category, requested, out) -> general.tryGeneral(category, requested, out, arena),
-                from.category, from.requested, to);
-    }
-
-    /** Whether the pool was closed: moves are refused from then on. */
-    boolean poolClosed() {
-        return admission.isClosed();
-    }
-
-    /** Frees memory taken for a move that could not be used. */
-    void free(Allocation allocation) {
-        general.free(allocation);
     }
 }

@@ -23,7 +23,8 @@ import java.util.Set;
  */
 public final class Evacuation {
 
-    private final Compaction compaction;
+    /** Where general-pool entries move to, and where memory taken for a move that could not be used goes back. */
+    private final GeneralPool general;
     private final Category category;
     private final long byteBudget;
     /** The keys of the chunks and blocks being emptied that may hold this category's entries, ascending. */
@@ -38,8 +39,8 @@ public final class Evacuation {
     /** Chunks whose old memory readers still hold after a move: they stay closed to new memory until it comes back. */
     final Set<Chunk> draining = new HashSet<>();
 
-    Evacuation(Compaction compaction, Category category, long byteBudget, long[] regionKeys) {
-        this.compaction = compaction;
+    Evacuation(GeneralPool general, Category category, long byteBudget, long[] regionKeys) {
+        this.general = general;
         this.category = category;
         this.byteBudget = byteBudget;
         this.regionKeys = regionKeys;
@@ -106,7 +107,7 @@ public final class Evacuation {
         if (refusedOver(from.requested)) {
             return false;
         }
-        boolean placed = from.releaser != null ? from.releaser.allocateForMove(from, to) : compaction.allocateForMove(from, to);
+        boolean placed = from.releaser != null ? from.releaser.allocateForMove(from, to) : general.allocateForMove(from, to);
         if (!placed) {
             refusedEntries++;
             return false;
@@ -158,12 +159,12 @@ public final class Evacuation {
             return null;
         }
         if (moved.size() != parts.size()) {
-            moved.forEach(compaction::free);
+            moved.forEach(general::free);
             throw new IllegalArgumentException("the parts are not a whole payload of " + size + " bytes: " + parts);
         }
         for (int i = 0; i < parts.size(); i++) {
             if (moved.get(i).requested < parts.get(i).requested) {
-                moved.forEach(compaction::free);
+                moved.forEach(general::free);
                 throw new IllegalArgumentException("the parts are not in the order the block pool gave them: " + parts);
             }
         }
@@ -215,7 +216,7 @@ public final class Evacuation {
      * stopped short; returns whether it refused.
      */
     private boolean refusedOver(long bytes) {
-        if (movedBytes + bytes <= byteBudget && !compaction.poolClosed()) {
+        if (movedBytes + bytes <= byteBudget && !general.isClosed()) {
             return false;
         }
         exhausted = true;

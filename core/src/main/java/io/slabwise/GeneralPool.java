@@ -238,6 +238,25 @@ final class GeneralPool {
         }
     }
 
+    /**
+     * New memory for a compaction's move of {@code from}: in {@code from}'s
+     * arena, where the compaction's choice counted room for it, past the
+     * thread cache, never waiting at a limit.
+     */
+    boolean allocateForMove(Allocation from, Allocation to) {
+        if (from.chunk.huge) {
+            throw new IllegalArgumentException("a huge allocation has a region of its own and never moves: " + from);
+        }
+        Arena arena = from.chunk.arena;
+        return admission.tryAdmit((category, requested, out) -> tryGeneral(category, requested, out, arena),
+                from.category, from.requested, to);
+    }
+
+    /** Whether the pool was closed: moves are refused from then on. */
+    boolean isClosed() {
+        return admission.isClosed();
+    }
+
     /** See {@link MemoryPool#resizeInPlace}: true when resized without moving, false when it must move. */
     boolean resizeInPlace(Allocation allocation, int newRequested) {
         if (!allocation.isLive()) {

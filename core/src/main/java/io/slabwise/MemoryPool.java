@@ -87,7 +87,7 @@ public final class MemoryPool implements AutoCloseable {
         this.wholeChunks = new WholeChunks(threadCaches, committed, sizes, general);
         CompactionChoice choice = new CompactionChoice(arenas, sequentialAllocators.values(), blockPools.values(), limit,
                 committed, config.chunkSize());
-        this.compaction = new Compaction(choice, threadCaches, admission, general, statistics, limit, config.ticker());
+        this.compaction = new Compaction(choice, threadCaches, general, statistics, limit, config.ticker());
         CLEANER.register(this, committed.reclaimerOnCollection());
         upkeep.start(this, compaction);
         LOGGER.log(System.Logger.Level.DEBUG, "new pool: {0}", config);
