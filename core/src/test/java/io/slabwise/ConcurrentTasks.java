@@ -15,7 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Helpers for the concurrency tests: run tasks on threads and fail on any failure, take from a neighbour, await a latch.
- * Public for the tests of the engine's subpackages.
+ * Public for the tests of the engine's subpackages and of the Netty adapter, which take it from core's test jar.
  */
 public final class ConcurrentTasks {
 
@@ -23,7 +23,7 @@ public final class ConcurrentTasks {
     }
 
     /** Runs every task on its own thread, waits for all, and rethrows the first failure of any. */
-    static void runConcurrently(List<Runnable> tasks) throws InterruptedException {
+    public static void runConcurrently(List<Runnable> tasks) throws InterruptedException {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
         for (Runnable task : tasks) {
@@ -51,7 +51,7 @@ public final class ConcurrentTasks {
     }
 
     /** The next item a neighbouring thread hands over; fails if none comes within 10 s (a broken neighbour). */
-    static <T> T takeFromNeighbour(BlockingQueue<T> queue) {
+    public static <T> T takeFromNeighbour(BlockingQueue<T> queue) {
         try {
             T item = queue.poll(10, TimeUnit.SECONDS); // a bound for a broken neighbour, not a pause
             assertNotNull(item, "a neighbour stopped handing over");
@@ -67,7 +67,7 @@ public final class ConcurrentTasks {
      * if they do not all arrive within 10 s (a bound for a stuck thread, not a
      * pause) or if the barrier broke because another party failed.
      */
-    static void await(CyclicBarrier barrier, String stuck) {
+    public static void await(CyclicBarrier barrier, String stuck) {
         try {
             barrier.await(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
@@ -79,7 +79,7 @@ public final class ConcurrentTasks {
     }
 
     /** Waits for {@code latch}; fails with {@code stuck} if it does not open within 10 s (a bound for a stuck thread, not a pause). */
-    static void await(CountDownLatch latch, String stuck) {
+    public static void await(CountDownLatch latch, String stuck) {
         try {
             assertTrue(latch.await(10, TimeUnit.SECONDS), stuck);
         } catch (InterruptedException e) {
@@ -93,7 +93,7 @@ public final class ConcurrentTasks {
      * a limit test is about, reached without sleeping. The test class's
      * timeout bounds a caller that never queues: its interrupt ends the spin.
      */
-    static void awaitWaiting(MemoryPool pool, int n) {
+    public static void awaitWaiting(MemoryPool pool, int n) {
         while (pool.waitingAllocations() < n) {
             stopIfInterrupted(() -> pool.waitingAllocations() + " of " + n + " callers waiting");
             Thread.onSpinWait();
@@ -104,7 +104,7 @@ public final class ConcurrentTasks {
      * Fails when the calling thread was interrupted, as the test class's
      * timeout interrupts a test: a spin that checks it ends with the test.
      */
-    static void stopIfInterrupted(java.util.function.Supplier<String> state) {
+    public static void stopIfInterrupted(java.util.function.Supplier<String> state) {
         if (Thread.interrupted()) {
             throw new AssertionError("interrupted while spinning, with " + state.get());
         }

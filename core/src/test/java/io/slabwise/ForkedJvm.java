@@ -14,9 +14,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Runs a main class in a JVM of its own, like this one and on its class path,
  * for tests that need a fresh process: resident memory, malloc's state, the
- * classes a JVM loads.
+ * classes a JVM loads. Public, in core's test jar, for the other modules' tests.
  */
-final class ForkedJvm {
+public final class ForkedJvm {
 
     private ForkedJvm() {
     }
@@ -27,7 +27,7 @@ final class ForkedJvm {
      * fails the test unless it ends with status 0 within 100 s. Returns its
      * output, standard error included.
      */
-    static String run(List<String> jvmOptions, boolean withoutMalloc, Class<?> main, String... args) throws Exception {
+    public static String run(List<String> jvmOptions, boolean withoutMalloc, Class<?> main, String... args) throws Exception {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);
@@ -51,13 +51,13 @@ final class ForkedJvm {
     }
 
     /** The last line of {@code output}, trimmed. */
-    static String lastLine(String output) {
+    public static String lastLine(String output) {
         String trimmed = output.strip();
         return trimmed.substring(trimmed.lastIndexOf('\n') + 1).trim();
     }
 
     /** The end of {@code output}, for failure messages. */
-    static String tail(String output) {
+    public static String tail(String output) {
         return output.substring(Math.max(0, output.length() - 2000));
     }
 }

@@ -20,8 +20,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * when signalled, or when {@link #advance} reaches their deadline, never on
  * their own. A test lines waiters up ({@link #awaitParked}), advances the
  * clock by the wait timeout, and sees them time out, without sleeping.
+ *
+ * <p>Public, in core's test jar, for the Netty adapter's tests too: a pool
+ * built with it as its ticker parks its waiters here, since the pool looks
+ * for {@link Parking} on its ticker.
  */
-final class ManualTime implements Ticker, Scheduler, Parking {
+public final class ManualTime implements Ticker, Scheduler, Parking {
 
     private final boolean waitsRunOut;
     private long nanos;
@@ -30,7 +34,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
     private final List<Parked> parked = new ArrayList<>();
 
     /** A clock that moves only when the test advances it. */
-    ManualTime() {
+    public ManualTime() {
         this(false);
     }
 
@@ -43,7 +47,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
      * parked thread's deadline, as if nothing had woken it until then. For
      * fuzzing, where waits must end without a test thread to advance time.
      */
-    static ManualTime waitsRunOut() {
+    public static ManualTime waitsRunOut() {
         return new ManualTime(true);
     }
 
@@ -66,7 +70,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
     }
 
     /** Moves the clock forward, and wakes the threads parked until a deadline it reaches. */
-    void advance(Duration by) {
+    public void advance(Duration by) {
         List<Parked> due = new ArrayList<>();
         synchronized (this) {
             nanos += by.toNanos();
@@ -112,7 +116,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
     }
 
     /** How many threads are parked until a deadline on this clock now. */
-    synchronized int parked() {
+    public synchronized int parked() {
         return parked.size();
     }
 
@@ -122,7 +126,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
      * when one of {@code waiters} ends instead; the test class's timeout
      * bounds a waiter that never parks (its interrupt ends the spin).
      */
-    void awaitParked(int n, Thread... waiters) {
+    public void awaitParked(int n, Thread... waiters) {
         while (parked() < n) {
             for (Thread waiter : waiters) {
                 assertTrue(waiter.isAlive(), waiter.getName() + " ended instead of parking");
@@ -143,7 +147,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
     }
 
     /** Runs every scheduled task once, on the calling thread. */
-    void runScheduled() {
+    public void runScheduled() {
         List<Runnable> now;
         synchronized (this) {
             now = new ArrayList<>(tasks);
@@ -156,7 +160,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
      * one second before it, after the scheduled tasks ran, {@code committed}
      * still reads {@code before}; at it, {@code after}.
      */
-    void assertDecayEdge(Duration decay, LongSupplier committed, long before, long after, String what) {
+    public void assertDecayEdge(Duration decay, LongSupplier committed, long before, long after, String what) {
         advance(decay.minusSeconds(1));
         runScheduled();
         assertEquals(before, committed.getAsLong(), what + ": not idle long enough");
@@ -166,7 +170,7 @@ final class ManualTime implements Ticker, Scheduler, Parking {
     }
 
     /** How many tasks are scheduled. */
-    synchronized int scheduled() {
+    public synchronized int scheduled() {
         return tasks.size();
     }
 }

@@ -30,6 +30,7 @@ import io.netty.handler.codec.string.StringDecoder;
 import io.netty.handler.codec.string.StringEncoder;
 import io.netty.util.ResourceLeakDetector;
 import io.slabwise.LimitPolicy;
+import io.slabwise.ManualTime;
 import io.slabwise.MemoryLimitException;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.api.Test;
@@ -228,7 +229,7 @@ class AllocatorApiTest {
      */
     @Test
     void theDirectMetricComesDownAfterAThreadDiesWithoutStats() throws Exception {
-        ManualClock clock = new ManualClock();
+        ManualTime clock = new ManualTime();
         SlabwiseAllocator allocator = SlabwiseAllocator.builder().chunkSize(256 * 1024).arenas(2)
                 .idleChunkDecay(Duration.ofMillis(50)).ticker(clock).scheduler(clock).build();
         ByteBufAllocatorMetric metric = allocator.metric();

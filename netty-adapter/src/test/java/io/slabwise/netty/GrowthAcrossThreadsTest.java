@@ -1,6 +1,7 @@
 package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.slabwise.ConcurrentTasks;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -64,7 +65,7 @@ class GrowthAcrossThreadsTest {
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < 2; t++) {
             int id = t;
-            threads.add(FailureCapturingThreads.start(failure, () -> {
+            threads.add(ConcurrentTasks.startCapturingFailure(() -> {
                 Random random = new Random(id);
                 List<Entry> mine = new ArrayList<>();
                 int steps = STEPS;
@@ -103,7 +104,7 @@ class GrowthAcrossThreadsTest {
                     verify(e.buf, e.seed);
                     e.buf.release();
                 }
-            }));
+            }, failure));
         }
         for (Thread thread : threads) {
             thread.join();

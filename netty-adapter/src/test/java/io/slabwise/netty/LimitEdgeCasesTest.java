@@ -2,7 +2,9 @@ package io.slabwise.netty;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.slabwise.ConcurrentTasks;
 import io.slabwise.LimitPolicy;
+import io.slabwise.ManualTime;
 import io.slabwise.MemoryLimitException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -131,7 +133,7 @@ class LimitEdgeCasesTest {
      * release or a change of the quota ends their waits.
      */
     private static SlabwiseAllocator waitingUnderAQuota() {
-        ManualClock clock = new ManualClock();
+        ManualTime clock = new ManualTime();
         return SlabwiseAllocator.builder().limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(60))
                 .ticker(clock).scheduler(clock).quota("block_cache", 1 << 20).build();
     }
@@ -142,7 +144,7 @@ class LimitEdgeCasesTest {
         List<CompletableFuture<ByteBuf>> line = new ArrayList<>();
         for (int bytes : requests) {
             line.add(CompletableFuture.supplyAsync(() -> view.directBuffer(bytes), threads));
-            awaitWaiting(allocator, line.size());
+            ConcurrentTasks.awaitWaiting(allocator.pool(), line.size());
         }
         return line;
     }
@@ -152,20 +154,6 @@ class LimitEdgeCasesTest {
         MemoryLimitException refusal = assertInstanceOf(MemoryLimitException.class, e.getCause());
         assertTrue(refusal.getMessage().contains("never"), refusal.getMessage());
         assertTrue(refusal.getMessage().contains("262144"), "names the new quota: " + refusal.getMessage());
-    }
-
-    /**
-     * Spins until {@code n} callers wait: the state the test is about, reached
-     * without sleeping; the class's timeout bounds it (its interrupt ends the spin).
-     */
-    private static void awaitWaiting(SlabwiseAllocator allocator, int n) {
-        while (allocator.pool().waitingAllocations() < n) {
-            if (Thread.interrupted()) {
-                throw new AssertionError("interrupted with " + allocator.pool().waitingAllocations() + " of " + n
-                        + " callers waiting");
-            }
-            Thread.onSpinWait();
-        }
     }
 
     /** A refused setQuota (a typo, a category without a quota) must not leave a new category behind. */

@@ -3,7 +3,9 @@ package io.slabwise.netty;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.DefaultEventLoop;
 import io.netty.channel.EventLoop;
+import io.slabwise.ConcurrentTasks;
 import io.slabwise.LimitPolicy;
+import io.slabwise.ManualTime;
 import io.slabwise.MemoryLimitException;
 import io.slabwise.PoolStats;
 import org.junit.jupiter.api.Test;
@@ -116,9 +118,7 @@ class MemoryLimitTest {
                 return allocator.directBuffer(CHUNK / 2);
             });
             assertTrue(waiting.await(10, TimeUnit.SECONDS));
-            while (allocator.pool().waitingAllocations() == 0) { // forced: the request is queued before the release
-                Thread.onSpinWait();
-            }
+            ConcurrentTasks.awaitWaiting(allocator.pool(), 1); // forced: the request is queued before the release
             assertFalse(result.isDone(), "the request waits while the memory is held");
             held.release(); // wakes the waiter
             ByteBuf got = result.get(20, TimeUnit.SECONDS);
@@ -152,9 +152,7 @@ class MemoryLimitTest {
                 buf.release();
                 return smallDone;
             });
-            while (allocator.pool().waitingAllocations() == 0) {
-                Thread.onSpinWait(); // the large request is now waiting
-            }
+            ConcurrentTasks.awaitWaiting(allocator.pool(), 1); // the large request is now waiting
             Future<Long> smallOne = executor.submit(() -> {
                 ByteBuf buf = allocator.directBuffer(1000); // would fit in a chunk's free room at once
                 long hugeLive = allocator.stats().hugeAllocations(); // 1 if the large request was served first
@@ -182,7 +180,7 @@ class MemoryLimitTest {
      */
     @Test
     void waitTimesOutWithTheLimitException() throws Exception {
-        ManualClock clock = new ManualClock();
+        ManualTime clock = new ManualTime();
         SlabwiseAllocator allocator = small().maxMemory(CHUNK).limitPolicy(LimitPolicy.WAIT)
                 .waitTimeout(Duration.ofMillis(100)).ticker(clock).scheduler(clock).build();
         ByteBuf held = allocator.directBuffer(CHUNK);
@@ -195,7 +193,7 @@ class MemoryLimitTest {
             }
         });
         waiter.start();
-        ManualClock.awaitTimedWait(waiter);
+        clock.awaitParked(1, waiter);
         assertEquals(1, allocator.pool().waitingAllocations());
         clock.advance(Duration.ofMillis(100));
         waiter.join(TimeUnit.SECONDS.toMillis(10)); // a bound for a wait that ignores the ticker, not a pause

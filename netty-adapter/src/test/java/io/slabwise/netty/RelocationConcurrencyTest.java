@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.IllegalReferenceCountException;
 import io.slabwise.CompactionStats;
+import io.slabwise.ConcurrentTasks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -145,7 +146,7 @@ class RelocationConcurrencyTest {
     }
 
     private Thread start(Runnable task) {
-        return FailureCapturingThreads.start(failure, task);
+        return ConcurrentTasks.startCapturingFailure(task, failure);
     }
 
     private void joinAll(List<Thread> threads) throws InterruptedException {
