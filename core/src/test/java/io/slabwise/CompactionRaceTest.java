@@ -2,20 +2,26 @@ package io.slabwise;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -386,6 +392,231 @@ class CompactionRaceTest {
             assertTrue(thread.isAlive(), "the second compaction never waited");
             ConcurrentTasks.stopIfInterrupted(() -> "the second compaction " + thread.getState());
             Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * A chunk lent whole to a sequential allocator is marked so ({@code lentWhole})
+     * under the arena's lock, in the same step as its allocation and its return,
+     * so that a compaction, which reads the mark under that lock, never takes a
+     * sequential allocator's chunk for a general-pool one.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class LentWholeMark {
+
+        private static final int CHUNK = 64 * 1024;
+        /** Times the lender takes the chunk whole and gives it back: a bounded run, about half a second. */
+        private static final int CYCLES = 400_000;
+
+        /**
+         * One thread takes a chunk whole and gives it back, over and over (a
+         * sequential allocator's slice, then its trim); another starts an
+         * evacuation of that chunk as a compaction with region groups does for a
+         * general-pool chunk (idle ones and full ones too) and looks, under the
+         * same lock, at what it marked. Only an idle chunk may be marked so: a
+         * full one is the sequential allocator's, its mark not yet set, or
+         * already cleared while the chunk is still allocated.
+         */
+        @Test
+        void aCompactionNeverMarksAChunkLentWhole() throws Exception {
+            try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1)
+                    .maxIdleChunksPerArena(1).chunkSource(PoolMemory.chunkByChunk()).build())) {
+                SequentialAllocator log = pool.sequential("log", 1, 1024);
+                Allocation probe = new Allocation();
+                log.allocate(8, probe);
+                Arena arena = probe.chunk.arena;
+                pool.free(probe);
+                log.trim();
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicReference<Throwable> failed = new AtomicReference<>();
+                AtomicLong cycles = new AtomicLong();
+                Thread lender = new Thread(() -> {
+                    try {
+                        Allocation slice = new Allocation();
+                        for (int i = 0; i < CYCLES && !stop.get(); i++) {
+                            log.allocate(8, slice); // takes the chunk whole (the spare is given back at every trim)
+                            pool.free(slice);
+                            log.trim(); // retires it: it becomes the spare, which goes back to the arena
+                            cycles.incrementAndGet();
+                        }
+                    } catch (Throwable e) {
+                        failed.set(e);
+                    }
+                });
+                lender.start();
+                long marked = 0;
+                long markedWhileLent = 0;
+                long markedWhileGivenBack = 0;
+                while (lender.isAlive() && failed.get() == null) {
+                    Chunk chunk = arena.chunk(0);
+                    if (chunk == null) {
+                        continue;
+                    }
+                    synchronized (arena) {
+                        // as Compaction's ArenaChunk.start() with region groups: idle chunks too, full ones too
+                        if (!arena.startEvacuation(chunk, true, CHUNK, false)) {
+                            continue;
+                        }
+                        marked++;
+                        if (chunk.isEmpty()) {
+                            arena.endEvacuation(chunk); // idle: it goes back, and the lender takes a new one
+                            continue;
+                        }
+                    }
+                    // a full chunk marked as a general-pool chunk: one just lent whole, whose mark comes next, or one
+                    // whose mark was cleared on its way back to the arena; a chunk marked for evacuation is never lent
+                    // again (once empty it goes back to the source), so the lender's mark now tells which
+                    for (int i = 0; i < 2000; i++) {
+                        Thread.onSpinWait();
+                    }
+                    if (chunk.lentWhole) {
+                        markedWhileLent++;
+                    } else {
+                        markedWhileGivenBack++;
+                    }
+                    arena.endEvacuation(chunk);
+                }
+                stop.set(true);
+                lender.join();
+                if (failed.get() != null) {
+                    throw new AssertionError(failed.get());
+                }
+                long total = marked;
+                long lent = markedWhileLent;
+                long givenBack = markedWhileGivenBack;
+                assertEquals(CYCLES, cycles.get());
+                assertEquals(0, lent + givenBack, () -> lent + " of " + total + " marks fell on a chunk being lent whole, "
+                        + givenBack + " on one being given back, in " + cycles.get() + " cycles");
+                assertEquals(0, EvacuationMarks.markedArenaChunks(pool));
+                log.trim();
+                pool.trim();
+                assertEquals(0, pool.committedBytes());
+            }
+        }
+    }
+
+    /**
+     * A thread cache's refill that drains the arena's remote-free queue while a
+     * compaction empties a chunk: memory of that chunk others handed back must go
+     * back to the chunk, not into the refilling thread's cache, or the chunk
+     * cannot empty however much the owners move.
+     *
+     * <p>Such an entry is in the queue when a thread bound to another arena
+     * released the memory after the compaction's choice drained the queue and
+     * before the mark (or read the mark just before it was set): the test takes
+     * that release's steps by hand, in the relocator, once the chunk is marked.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class RefillDuringEvacuation {
+
+        private static final int CHUNK = 64 * 1024;
+        private static final int ENTRY = 1024;
+
+        @Test
+        void remoteFreesOfAChunkBeingEmptiedDoNotRefillACache() {
+            ChunkSourceFailureTest.FailingRelease source = new ChunkSourceFailureTest.FailingRelease(); // never fails here
+            try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).firstChunkSize(CHUNK).arenas(1)
+                    .maxIdleChunksPerArena(0).chunkSource(source).build())) {
+                Category cache = pool.category("cache");
+                List<Allocation> all = new ArrayList<>();
+                for (int i = 0; i < 2 * CHUNK / ENTRY; i++) {
+                    Allocation a = new Allocation();
+                    pool.allocate(cache, ENTRY, a);
+                    all.add(a);
+                }
+                Chunk victim = all.get(0).chunk;
+                List<Allocation> inVictim = new ArrayList<>();
+                List<Allocation> elsewhere = new ArrayList<>();
+                for (Allocation a : all) {
+                    (a.chunk == victim ? inVictim : elsewhere).add(a);
+                }
+                assertTrue(inVictim.size() >= 12 && elsewhere.size() >= 32, inVictim.size() + " / " + elsewhere.size());
+                List<Allocation> releasedRemotely = new ArrayList<>(inVictim.subList(0, 4)); // by "another thread", during the compaction
+                List<Allocation> stay = new ArrayList<>(); // not relocatable: its owner has none
+                MovingOwner owner = new MovingOwner(pool) {
+                    @Override
+                    public void relocate(Evacuation evacuation) {
+                        super.relocate(evacuation);
+                        assertTrue(victim.evacuating);
+                        for (Allocation a : releasedRemotely) {
+                            releaseFromAnotherArena(a);
+                        }
+                        // this thread's cache is empty (the compaction flushed it): the refill drains the queue
+                        Allocation next = new Allocation();
+                        pool.allocate(cache, ENTRY, next);
+                        stay.add(next);
+                        MovingOwner.fill(next, 1000 + stay.size() - 1);
+                    }
+                };
+                for (int i = 4; i < inVictim.size(); i++) {
+                    if (i < 12) {
+                        owner.add(inVictim.get(i), i);
+                    } else {
+                        pool.free(inVictim.get(i));
+                    }
+                }
+                for (int i = 0; i < elsewhere.size(); i++) {
+                    if (i % 4 == 0) {
+                        pool.free(elsewhere.get(i)); // room for the moves in a chunk three quarters used
+                    } else {
+                        stay.add(elsewhere.get(i));
+                    }
+                }
+                for (int i = 0; i < stay.size(); i++) {
+                    MovingOwner.fill(stay.get(i), 1000 + i);
+                }
+                pool.setRelocator("cache", owner);
+                pool.trim(); // this thread's cache back to the arena
+                CompactionStats done = pool.compact();
+                assertEquals(8, done.movedEntries(), done::toString);
+
+                // whatever the compaction did, the memory a cache took stays valid and its chunk held while it is in use
+                if (pool.stats().chunks() > 1) {
+                    assertSame(victim, victim.arena.chunk(victim.id), "a chunk with memory in a cache is still the arena's");
+                }
+                for (int i = 0; i < 32; i++) { // takes what the refill cached, then more
+                    Allocation a = new Allocation();
+                    pool.allocate(cache, ENTRY, a);
+                    stay.add(a);
+                    MovingOwner.fill(a, 1000 + stay.size() - 1);
+                }
+                owner.check();
+                Set<Long> addresses = new HashSet<>();
+                for (int i = 0; i < stay.size(); i++) {
+                    MovingOwner.verify(stay.get(i), 1000 + i);
+                    assertTrue(addresses.add(stay.get(i).address()), "two live buffers share memory");
+                }
+                for (Allocation a : owner.entries) {
+                    assertTrue(addresses.add(a.address()), "two live buffers share memory");
+                }
+                stay.forEach(pool::free);
+                owner.freeAll();
+                pool.trim();
+                assertEquals(0, pool.committedBytes());
+                assertEquals(0, pool.stats().liveAllocations());
+
+                assertEquals(1, done.chunksFreed(), () -> "the chunk all of whose entries moved or were released went back: "
+                        + done);
+            }
+            assertTrue(source.outstanding.isEmpty(), "every region went back to the source, once");
+        }
+
+        /**
+         * The steps of {@link MemoryPool#free} for memory of another arena on a
+         * thread that read the chunk's mark just before a compaction set it:
+         * counted as released, then handed over through the remote-free queue.
+         */
+        private static void releaseFromAnotherArena(Allocation a) {
+            Chunk chunk = a.chunk;
+            long handle = a.handle;
+            Category category = a.category;
+            int reserved = a.reserved;
+            a.owner.countRelease(category, a.requested, reserved, false, false);
+            a.clear();
+            chunk.arena.freeFromOtherArena(chunk, handle);
+            category.release(reserved);
         }
     }
 }

@@ -8,6 +8,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -15,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Compaction on the engine: an owner with entries in the general pool, a
@@ -459,6 +461,151 @@ class CompactionTest {
             assertTrue(done.chunksFreed() > 0, done::toString);
             owner.check();
             owner.freeAll();
+        }
+    }
+
+    /**
+     * The message of a {@link MemoryLimitException} at the ceiling accounts for
+     * its figures: while a category has a relocator, the chunk kept for
+     * compactions is why a request is refused with committed bytes a chunk
+     * under the ceiling, and the message says so.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class ReserveMessage {
+
+        private static final int KIB = 1024;
+        private static final int MIB = 1024 * KIB;
+
+        /**
+         * Three of four chunks committed and a relocator registered: a request
+         * that needs a new chunk is refused by the compaction reserve. The
+         * message showed only "limit 4194304" and "committed=3145728", a
+         * refusal with a whole chunk of room by its own numbers.
+         */
+        @Test
+        void aRefusalByTheCompactionReserveNamesTheReserve() {
+            MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).dedicatedAbove(MIB)
+                    .arenas(1).limitPolicy(LimitPolicy.FAIL).maxMemory(4L * MIB).chunkSource(ChunkSource.direct()).build());
+            pool.setRelocator("cache", evacuation -> { });
+            Allocation[] held = new Allocation[3];
+            for (int i = 0; i < held.length; i++) {
+                held[i] = new Allocation();
+                pool.allocate(MIB, held[i]); // a whole chunk each
+            }
+            assertEquals(3L * MIB, pool.committedBytes());
+            MemoryLimitException e = assertThrows(MemoryLimitException.class,
+                    () -> pool.allocate(512 * KIB, new Allocation()));
+            assertEquals(MemoryLimitException.Kind.CEILING, e.kind());
+            assertEquals(4L * MIB, e.limit(), "the ceiling itself");
+            assertTrue(e.getMessage().contains(MIB + " bytes of it kept for compactions"), e.getMessage());
+            for (Allocation a : held) {
+                pool.free(a);
+            }
+            pool.close();
+        }
+    }
+
+    /**
+     * Compaction with region groups (the default where glibc keeps freed chunks):
+     * the memory a compaction empties must leave the process, which with groups
+     * means whole groups must empty. The chunk a move takes must therefore not be
+     * carved from a group whose every chunk is being emptied, or that group stays
+     * committed for one chunk.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class WithRegionGroups {
+
+        @Test
+        void groupsWhoseChunksAllEmptyGoBack() {
+            assumeTrue(MallocWarning.regionGroupsWanted(), "region groups are off here (not glibc, or slabwise.noRegionGroups)");
+            int chunk = 4 * 1024 * 1024;
+            try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).build())) {
+                Category cache = pool.category("cache");
+                MovingOwner kept = new MovingOwner(pool);
+                pool.setRelocator("cache", kept);
+                // 64 MiB of 1-16 KiB entries: two whole groups and the regions on their own; then 90% freed at random
+                Random random = new Random(7);
+                List<Allocation> all = new ArrayList<>();
+                long filled = 0;
+                while (filled < 64L << 20) {
+                    Allocation a = new Allocation();
+                    int size = 1024 + random.nextInt(15 * 1024);
+                    pool.allocate(cache, size, a);
+                    all.add(a);
+                    filled += size;
+                }
+                Collections.shuffle(all, random);
+                for (int i = 0; i < all.size(); i++) {
+                    if (i % 10 == 0) {
+                        kept.adopt(all.get(i));
+                    } else {
+                        pool.free(all.get(i));
+                    }
+                }
+                pool.trim();
+                long before = pool.committedBytes();
+                CompactionStats done = pool.compact();
+                pool.trim();
+                int chunks = pool.stats().chunks();
+                long committed = pool.committedBytes();
+                assertEquals(kept.entries.size(), done.movedEntries(), done::toString);
+                assertTrue(chunks <= 2, () -> chunks + " chunks after " + done);
+                // the chunks left fit in one group, beside at most the regions a pool may keep on their own
+                long bound = RegionGroups.GROUP_SIZE + CommittedMemory.ALONE_BUDGET;
+                assertTrue(committed <= bound, () -> "committed " + (committed >> 20) + " MiB for " + chunks + " chunks (before: "
+                        + (before >> 20) + " MiB), at most " + (bound >> 20) + " MiB expected; " + done);
+                kept.freeAll();
+            }
+        }
+
+        /**
+         * Every group keeps two dense chunks (three quarters used) beside six
+         * sparse ones (a sixteenth used): emptying the sparse chunks alone would
+         * free no group. A group that is at most half used as a whole is emptied
+         * whole, its dense chunks too, so groups go back and committed memory
+         * falls by at least one group; every entry keeps its bytes.
+         */
+        @Test
+        void aGroupWithDenseChunksIsEmptiedWhole() {
+            assumeTrue(MallocWarning.regionGroupsWanted(), "region groups are off here (not glibc, or slabwise.noRegionGroups)");
+            int chunk = 4 * 1024 * 1024;
+            int entry = 64 * 1024;
+            int perChunk = chunk / entry;
+            int chunks = 3 * RegionGroups.GROUP_SIZE / chunk;
+            // the direct source: groups are for malloc'd chunks, and Java 22+ maps chunks by default
+            try (MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).maxCachedSize(0)
+                    .chunkSource(ChunkSource.direct()).maxMemory(Long.MAX_VALUE).build())) {
+                Category cache = pool.category("cache");
+                MovingOwner owner = new MovingOwner(pool);
+                List<Allocation> all = new ArrayList<>();
+                for (int i = 0; i < chunks * perChunk; i++) {
+                    Allocation a = new Allocation();
+                    pool.allocate(cache, entry, a); // chunk by chunk, in order
+                    all.add(a);
+                }
+                for (int i = 0; i < all.size(); i++) {
+                    int inChunk = i % perChunk;
+                    boolean dense = (i / perChunk) % 4 == 0;
+                    if (dense ? inChunk % 4 != 0 : inChunk % 16 == 0) {
+                        owner.add(all.get(i), i);
+                    } else {
+                        pool.free(all.get(i));
+                    }
+                }
+                pool.setRelocator("cache", owner);
+                pool.trim();
+                long before = pool.committedBytes();
+                CompactionStats done = pool.compact();
+                pool.trim();
+                long after = pool.committedBytes();
+                owner.check();
+                assertTrue(done.movedEntries() > owner.entries.size() / 2, () -> "the dense chunks' entries moved too: " + done);
+                assertTrue(after <= before - RegionGroups.GROUP_SIZE, () -> "committed " + (before >> 20) + " MiB -> "
+                        + (after >> 20) + " MiB after " + done + "\n" + pool.stats().report());
+                owner.freeAll();
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ import java.util.List;
  * malloc's arenas. Prints the resident bytes before, at the peak of the second
  * round and after it (and after the native heap trim a pool's trim would
  * make), then committed bytes and whether regions were grouped.
- * Run in a JVM of its own by {@link GroupedRegionsResidentTest}.
+ * Run in a JVM of its own by {@link RegionGroupsTest.Resident}.
  */
 public final class GroupedResidentMain {
 

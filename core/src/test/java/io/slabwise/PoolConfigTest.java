@@ -3,10 +3,12 @@ package io.slabwise;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -216,6 +218,48 @@ class PoolConfigTest {
             } else {
                 System.setProperty(name, before);
             }
+        }
+    }
+
+    /**
+     * The settings whose default depends on others (the first chunk size and
+     * the dedicated threshold on the chunk size, the ceiling on the chunk
+     * source) told "not set" from set by a value of their own, -1 and
+     * {@link Long#MIN_VALUE}: a system property of that value was taken as not
+     * set, and passed unchecked where any other out-of-range value fails.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class UnsetSettings {
+
+        @ParameterizedTest(name = "-D{0}={1}")
+        @CsvSource({
+                "slabwise.firstChunkSize, -1",
+                "slabwise.dedicatedAbove, -1",
+                "slabwise.maxMemory, -9223372036854775808",
+        })
+        void aPropertyOfTheValueThatMeantUnsetFailsTheBuild(String property, String value) {
+            IllegalArgumentException e = withProperty(property, value,
+                    () -> assertThrows(IllegalArgumentException.class, () -> PoolConfig.builder().build()));
+            assertTrue(e.getMessage().contains(property.substring("slabwise.".length())), e.getMessage());
+        }
+    }
+
+    /**
+     * The defaults that grow with the processor count stay within the bounds
+     * their settings are checked against: twice the processors as arenas, and
+     * a stripe per processor of the sequential allocators and block pools, at
+     * most 1024 each. With more than 512 processors, a pool of the default
+     * settings failed to build ("arenas must be from 1 to 1024").
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class ProcessorDefaults {
+
+        @Test
+        void theDefaultsBuildAPoolWithMoreThanAThousandProcessors() throws Exception {
+            String output = ForkedJvm.run(List.of("-XX:ActiveProcessorCount=1100", "-Xmx256m"), false, ManyProcessorsMain.class);
+            assertEquals("1100 processors: 1024 arenas", ForkedJvm.lastLine(output));
         }
     }
 }

@@ -1,9 +1,12 @@
 package io.slabwise;
 
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -11,12 +14,15 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -573,5 +579,349 @@ class ThreadCacheTest {
             pool.free(a);
         }
         pool.close();
+    }
+
+    /**
+     * The per-class limits of a thread cache hold for every cached class: a
+     * class of which not one entry fits {@code maxCachedBytesPerClass}, or any
+     * class when {@code maxCachedEntriesPerClass} is 0, keeps nothing; its
+     * releases go back to the arena.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class ClassLimits {
+
+        private static long cachedAfterReleases(PoolConfig config, int... sizes) {
+            try (MemoryPool pool = new MemoryPool(config)) {
+                Allocation a = new Allocation();
+                for (int size : sizes) {
+                    pool.allocate(size, a);
+                    pool.free(a);
+                }
+                long cached = pool.threadCaches.own().cachedBytes();
+                assertEquals(cached, pool.stats().cachedBytes());
+                return cached;
+            }
+        }
+
+        @Test
+        void aClassLargerThanItsByteLimitKeepsNothing() {
+            PoolConfig config = MemoryPoolTest.config().arenas(1).maxCachedBytesPerClass(16).build();
+            assertEquals(0, cachedAfterReleases(config, 288, 4096, 65536), "no 288-byte entry fits 16 bytes");
+            assertEquals(16, cachedAfterReleases(config, 16, 16), "one 16-byte entry does");
+        }
+
+        @Test
+        void classesCachedUpToAChunkKeepNoMoreThanTheirByteLimit() {
+            // thread caches keep sizes up to the chunk, each class at most 1 MiB: one 1 MiB entry, no 2 MiB one
+            PoolConfig config = MemoryPoolTest.config(4 << 20).arenas(1).maxCachedSize(4 << 20).build();
+            assertEquals(1 << 20, cachedAfterReleases(config, 1 << 20, 2 << 20, 3 << 20));
+        }
+
+        @Test
+        void noEntriesPerClassKeepsNothingOfTheCachedClasses() {
+            PoolConfig config = MemoryPoolTest.config().arenas(1).maxCachedEntriesPerClass(0).build();
+            assertEquals(0, cachedAfterReleases(config, 16, 16, 4096, 65536));
+            Allocation a = new Allocation();
+            try (MemoryPool pool = new MemoryPool(config)) {
+                Allocation stashed = pool.general.allocateStashed(pool.defaultCategory(), 100, false);
+                pool.free(stashed); // not kept filled either
+                assertEquals(0, pool.threadCaches.own().cachedBytes());
+                pool.allocate(100, a); // and the class still allocates
+                assertEquals(112, a.reservedBytes());
+                pool.free(a);
+            }
+        }
+    }
+
+    /**
+     * A trim that runs while the decay (or any other reclaimer) is flushing a
+     * dead thread's cache still gives back what that cache held: trim promises
+     * that dead threads' caches are flushed before idle memory goes back.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class DeadCacheTrim {
+
+        private static final int CHUNK = 1 << 20;
+        private static final int REGION = 256 * 1024;
+
+        /**
+         * The race forced: the decay has taken a dead thread's cache out of the
+         * live ones and is flushing it, held inside the chunk source's release of
+         * a region that the flush of the thread's dedicated slot pushed out of
+         * the idle list (before the flush reaches the thread's stacks). A trim on
+         * another thread meanwhile must not return before that cache is flushed:
+         * once it returns, with every buffer released and every thread but the
+         * trimming one dead, nothing may be committed. Before, the trim found no
+         * dead cache left to flush, gave back what was idle without the chunk the
+         * dead thread's stack held, and returned with it committed (until a
+         * decay time later).
+         */
+        @Test
+        void aTrimDuringTheDecaysFlushOfADeadCacheWaitsForItAndGivesEverythingBack() throws Exception {
+            ManualTime time = new ManualTime();
+            HoldingSource source = new HoldingSource();
+            MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(CHUNK).arenas(1).arenaSpreadBytes(0)
+                    .idleChunkDecay(Duration.ofSeconds(10)).ticker(time).scheduler(time).chunkSource(source).build());
+
+            Thread dying = new Thread(() -> {
+                Allocation small = new Allocation();
+                pool.allocate(64, small);
+                pool.free(small); // into its stack, with the rest of the refill: the chunk stays in use
+                Allocation region = new Allocation();
+                pool.allocate(REGION, region);
+                pool.free(region); // into its dedicated slot
+            });
+            dying.start();
+            dying.join();
+
+            // the trimming thread fills its own slot, the recent cell, then the idle list to its bound of a chunk's bytes
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch filled = new CountDownLatch(1);
+            CountDownLatch go = new CountDownLatch(1);
+            AtomicBoolean trimming = new AtomicBoolean();
+            AtomicLong committedAfterTrim = new AtomicLong(-1);
+            Thread trimmer = ConcurrentTasks.startCapturingFailure(() -> {
+                List<Allocation> regions = new ArrayList<>();
+                for (int i = 0; i < 6; i++) {
+                    Allocation a = new Allocation();
+                    pool.allocate(REGION, a);
+                    regions.add(a);
+                }
+                regions.forEach(pool::free);
+                filled.countDown();
+                ConcurrentTasks.await(go, "the decay held in its flush");
+                trimming.set(true);
+                pool.trim();
+                committedAfterTrim.set(pool.committedBytes());
+            }, failure);
+            ConcurrentTasks.await(filled, "the idle regions");
+
+            source.arm(); // the next release, the idle region the dead thread's slot pushes out, holds its caller
+            Thread decay = ConcurrentTasks.startCapturingFailure(time::runScheduled, failure);
+            ConcurrentTasks.await(source.held, "the decay's flush of the dead cache");
+            go.countDown();
+            // let the trim run until it is done or waits (for the flush under way); then the flush goes on
+            while (trimmer.isAlive() && (!trimming.get() || trimmer.getState() == Thread.State.RUNNABLE)) {
+                Thread.onSpinWait();
+            }
+            source.release.countDown();
+            trimmer.join();
+            decay.join();
+            assertNull(failure.get());
+
+            assertEquals(0, committedAfterTrim.get(),
+                    "every thread but the trimming one is dead and every buffer released: the trim gave everything back");
+            PoolStats stats = pool.stats();
+            assertEquals(0, stats.requestedBytes(), stats::report);
+            assertEquals(0, stats.reservedBytes(), stats::report);
+            assertEquals(0, stats.committedBytes(), stats::report);
+            assertEquals(0, source.live.get());
+        }
+
+        /** Direct memory that counts what it holds, and whose next release after {@link #arm()} waits to be let go. */
+        static final class HoldingSource implements ChunkSource {
+            final AtomicInteger live = new AtomicInteger();
+            final CountDownLatch held = new CountDownLatch(1);
+            final CountDownLatch release = new CountDownLatch(1);
+            private final AtomicBoolean armed = new AtomicBoolean();
+
+            void arm() {
+                armed.set(true);
+            }
+
+            @Override
+            public NativeRegion allocate(int size) {
+                NativeRegion region = ChunkSource.direct().allocate(size);
+                live.incrementAndGet();
+                return region;
+            }
+
+            @Override
+            public void release(NativeRegion region) {
+                if (armed.compareAndSet(true, false)) {
+                    held.countDown();
+                    ConcurrentTasks.await(release, "the test letting the release go");
+                }
+                ChunkSource.direct().release(region);
+                live.decrementAndGet();
+            }
+        }
+    }
+
+    /**
+     * A flush asked of a live thread's cache (by a caller waiting at the ceiling,
+     * or by a trim) is answered at that thread's next allocation or release,
+     * whatever path the release takes: one that passes the cache by (a release
+     * while someone waits, a dedicated region's) must answer it too, or the
+     * memory in that cache stays out of reach of the waiter and of the trim.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class PendingFlush {
+
+        private static final int CHUNK = 64 * 1024;
+
+        /**
+         * One arena of {@code chunkSize} chunks under a ceiling of one chunk,
+         * where callers wait up to 5 s; no background decay races the test.
+         */
+        private static MemoryPool oneChunkCeiling(int chunkSize) {
+            ManualTime time = new ManualTime();
+            return new MemoryPool(PoolConfig.builder().chunkSize(chunkSize).arenas(1).arenaSpreadBytes(0)
+                    .maxMemory(chunkSize).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(5))
+                    .chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+        }
+
+        @Test
+        void aReleaseWhileACallerWaitsHonoursThePendingFlush() throws Exception {
+            releaseWhileACallerWaits(true);
+        }
+
+        /** The same when what the thread releases is another thread's allocation (a consumer's release). */
+        @Test
+        void aReleaseOfAnotherThreadsBufferWhileACallerWaitsHonoursThePendingFlush() throws Exception {
+            releaseWhileACallerWaits(false);
+        }
+
+        /**
+         * Queues a caller for {@code bytes} at the ceiling, opens {@code releaseNow}
+         * for the other thread once it waits, and returns what the caller got
+         * when it was served or gave up (its failure in {@code waiterFailure});
+         * then opens {@code waiterDone}, so the other thread stays alive until then.
+         */
+        private static Allocation waitThenLetGo(MemoryPool pool, int bytes, CountDownLatch releaseNow,
+                                                CountDownLatch waiterDone, AtomicReference<Throwable> waiterFailure)
+                throws InterruptedException {
+            Allocation out = new Allocation();
+            Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(bytes, out), waiterFailure);
+            ConcurrentTasks.awaitWaiting(pool, 1);
+            releaseNow.countDown();
+            waiter.join();
+            waiterDone.countDown();
+            return out;
+        }
+
+        private static void releaseWhileACallerWaits(boolean itsOwn) throws Exception {
+            MemoryPool pool = oneChunkCeiling(CHUNK);
+            CountDownLatch cached = new CountDownLatch(1);
+            CountDownLatch releaseNow = new CountDownLatch(1);
+            CountDownLatch waiterDone = new CountDownLatch(1);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Allocation c = new Allocation();
+            if (!itsOwn) {
+                pool.allocate(1024, c); // by this thread, released by the other
+                pool.trim(); // what its refill took besides stays in no cache of this thread
+            }
+            Thread consumer = ConcurrentTasks.startCapturingFailure(() -> {
+                Allocation a = new Allocation();
+                pool.allocate(1024, a);
+                if (itsOwn) {
+                    pool.allocate(1024, c);
+                }
+                pool.free(a); // into this thread's cache: the only chunk stays in use
+                cached.countDown();
+                ConcurrentTasks.await(releaseNow, "the waiter did not start waiting");
+                pool.free(c); // this thread's next operation: it should honour the flush the waiter asked for
+                // stay alive (a pooled worker idling): a dead thread's cache would be reclaimed by the waiter's retry
+                ConcurrentTasks.await(waiterDone, "the waiter did not finish");
+            }, failure);
+            ConcurrentTasks.await(cached, "the consumer did not allocate");
+
+            AtomicReference<Throwable> waiterFailure = new AtomicReference<>();
+            Allocation whole = waitThenLetGo(pool, CHUNK, releaseNow, waiterDone, waiterFailure);
+            consumer.join();
+            assertNull(failure.get(), "consumer failed");
+            assertNull(waiterFailure.get(), "the waiter was not served although the only other thread released"
+                    + " everything it had allocated and had been asked to flush its cache");
+            pool.free(whole);
+            pool.close();
+            assertEquals(0, pool.committedBytes());
+        }
+
+        /**
+         * The same contract after a trim(): a live thread asked to flush whose next
+         * operation is the release of a dedicated region (MemoryPool.freeDedicated,
+         * never ThreadCache.free) does not flush, so its cached entries pin a chunk
+         * that the next trim cannot give back although nothing is live.
+         */
+        @Test
+        void aDedicatedReleaseAfterATrimHonoursThePendingFlush() throws Exception {
+            int chunk = 1 << 20;
+            ManualTime time = new ManualTime();
+            MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(chunk).arenas(1).arenaSpreadBytes(0)
+                    .minIdleChunks(0).chunkSource(ChunkSource.direct()).ticker(time).scheduler(time).build());
+            CountDownLatch holding = new CountDownLatch(1);
+            CountDownLatch releaseNow = new CountDownLatch(1);
+            CountDownLatch released = new CountDownLatch(1);
+            CountDownLatch checked = new CountDownLatch(1);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread worker = ConcurrentTasks.startCapturingFailure(() -> {
+                Allocation small = new Allocation();
+                pool.allocate(1024, small);
+                pool.free(small); // cached by this thread: the arena's chunk stays in use
+                Allocation region = new Allocation();
+                pool.allocate(200 * 1024, region); // above dedicatedAbove (chunk / 8): a region of its own
+                holding.countDown();
+                ConcurrentTasks.await(releaseNow, "the trim did not run");
+                pool.free(region); // the first operation after the trim asked this thread to flush
+                released.countDown();
+                ConcurrentTasks.await(checked, "the check did not run"); // alive, like a pooled worker
+            }, failure);
+            ConcurrentTasks.await(holding, "the worker did not allocate");
+            pool.trim(); // asks the worker to flush at its next operation
+            releaseNow.countDown();
+            ConcurrentTasks.await(released, "the worker did not release");
+            pool.trim();
+            long committed = pool.committedBytes();
+            long requested = pool.requestedBytes();
+            checked.countDown();
+            worker.join();
+            assertNull(failure.get(), "worker failed");
+            assertEquals(0, requested);
+            assertEquals(0, committed, "nothing is live and the only other thread released after being asked to flush,"
+                    + " yet its cache still pins a chunk");
+            pool.close();
+        }
+
+        /**
+         * Once a thread has answered a flush, a dedicated region it releases while
+         * someone waits must still go where the waiter's reclaim can take it (the
+         * recent cell or the idle list), not into that thread's slot, where only
+         * its own next operation would give it back. The order is forced: the
+         * waiter is queued, the worker answers the flush its reclaim asked for
+         * (its own trim, which wakes nobody), then releases the region, which is
+         * the only release the waiter sees.
+         */
+        @Test
+        void aDedicatedRegionReleasedWhileACallerWaitsIsNotKeptInTheReleasersSlot() throws Exception {
+            int chunk = 256 * 1024;
+            int region = 160 * 1024; // above dedicatedAbove (chunk / 8): a region of its own; two do not fit the ceiling
+            MemoryPool pool = oneChunkCeiling(chunk);
+            CountDownLatch holding = new CountDownLatch(1);
+            CountDownLatch releaseNow = new CountDownLatch(1);
+            CountDownLatch waiterDone = new CountDownLatch(1);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread worker = ConcurrentTasks.startCapturingFailure(() -> {
+                Allocation held = new Allocation();
+                pool.allocate(region, held);
+                holding.countDown();
+                ConcurrentTasks.await(releaseNow, "the waiter did not start waiting");
+                pool.trim(); // answers the flush the waiter asked for: the slot would take a region again
+                pool.free(held);
+                ConcurrentTasks.await(waiterDone, "the waiter did not finish"); // alive, like a pooled worker
+            }, failure);
+            ConcurrentTasks.await(holding, "the worker did not allocate");
+
+            AtomicReference<Throwable> waiterFailure = new AtomicReference<>();
+            Allocation wanted = waitThenLetGo(pool, region, releaseNow, waiterDone, waiterFailure);
+            worker.join();
+            assertNull(failure.get(), "worker failed");
+            assertNull(waiterFailure.get(), "the region released while the caller waited was kept in the releaser's slot");
+            pool.free(wanted);
+            pool.close();
+            assertEquals(0, pool.committedBytes());
+        }
     }
 }

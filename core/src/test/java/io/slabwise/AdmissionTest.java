@@ -1,5 +1,6 @@
 package io.slabwise;
 
+import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -7,28 +8,34 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
 
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Under {@link LimitPolicy#WAIT} a caller waits only behind callers that
- * compete for the same resource (the ceiling, or its category's quota), is
- * served in the order it lined up, and a request no release could ever
- * satisfy fails at once. The pools run on {@link ManualTime}: a clock that
- * stands still, so no wait here ends by a timeout however slow the machine,
- * or one on which every wait runs out at once, so a request that waited
- * instead of failing at once shows at once.
+ * Admission at the ceiling and the quotas. Under {@link LimitPolicy#WAIT} a
+ * caller waits only behind callers that compete for the same resource (the
+ * ceiling, or its category's quota), is served in the order it lined up, and
+ * a request no release could ever satisfy fails at once. The pools run on
+ * {@link ManualTime}: a clock that stands still, so no wait here ends by a
+ * timeout however slow the machine, or one on which every wait runs out at
+ * once, so a request that waited instead of failing at once shows at once.
+ *
+ * <p>The nested classes: a policy changed while a caller lines up, a waiter
+ * at close, and waits of {@link MemoryPool#tryAllocate} on the pool's ticker.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class FairAdmissionTest {
+class AdmissionTest {
 
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;
@@ -324,5 +331,243 @@ class FairAdmissionTest {
         slices.forEach(pool::free);
         block.forEach(pool::free);
         assertEquals(0, pool.requestedBytes());
+    }
+
+    /**
+     * An allocation applies one policy from start to end, whatever
+     * {@link MemoryPool#setPolicy} does meanwhile: a caller that lines up under
+     * {@link LimitPolicy#WAIT} waits its turn; none is refused without a try.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class PolicyChangeWhileQueuing {
+
+        /**
+         * A caller waits at the ceiling for a new chunk; a small request of
+         * {@code cache}, whose policy is WAIT, lines up behind it, and the policy
+         * turns to FAIL just after that decision (forced through the pool's
+         * wait-allowed check, the decision's last step). The caller was refused
+         * at once, untried, although 512 KiB were free in a chunk: under WAIT it
+         * waits its turn, under FAIL it is not held back and is served.
+         */
+        @Test
+        void aPolicyChangedAsACallerLinesUpNeverRefusesItUntried() throws Exception {
+            Thread[] switching = new Thread[1];
+            AtomicReference<MemoryPool> pool = new AtomicReference<>();
+            MemoryPool built = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).dedicatedAbove(MIB)
+                    .arenas(1).limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(50)).maxMemory(4L * MIB)
+                    .chunkSource(ChunkSource.direct())
+                    .waitAllowed(() -> {
+                        if (Thread.currentThread() == switching[0]) {
+                            pool.get().setPolicy("cache", LimitPolicy.FAIL); // after the line-up decision read WAIT
+                        }
+                        return true;
+                    }).build());
+            pool.set(built);
+            Category cache = built.category("cache");
+            Allocation[] held = new Allocation[3];
+            for (int i = 0; i < held.length; i++) {
+                held[i] = new Allocation();
+                built.allocate(MIB, held[i]); // a whole chunk each
+            }
+            Allocation half = new Allocation();
+            built.allocate(MIB / 2, half); // the fourth chunk, half free
+            assertEquals(4L * MIB, built.committedBytes());
+
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Allocation large = new Allocation();
+            Thread first = ConcurrentTasks.startCapturingFailure(() -> built.allocate(600 * KIB, large), failure);
+            ConcurrentTasks.awaitWaiting(built, 1); // needs a new chunk: waits at the ceiling
+
+            Allocation small = new Allocation();
+            Thread second = new Thread(() -> {
+                try {
+                    built.allocate(cache, KIB, small);
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                }
+            });
+            switching[0] = second;
+            second.start();
+            while (second.isAlive() && built.waitingAllocations() < 2) {
+                Thread.onSpinWait(); // until it waits in line, or is done
+            }
+            assertNull(failure.get(), "refused without a try");
+            built.free(held[0]); // a chunk for the first; the second, behind it, is served next
+            first.join();
+            second.join();
+            assertNull(failure.get());
+            assertTrue(large.isLive() && small.isLive());
+            for (Allocation a : new Allocation[] {large, small, half, held[1], held[2]}) {
+                built.free(a);
+            }
+            assertEquals(0, built.waitingAllocations());
+        }
+    }
+
+    /**
+     * A caller waiting at a limit when the pool closes fails with
+     * {@link IllegalStateException}, even when memory it could take is released
+     * between the close and its next try.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class WaiterAtClose {
+
+        /**
+         * The head of a quota's line sleeps until a release; the pool closes and
+         * a buffer of its category is released before it wakes (the limit's lock
+         * held meanwhile, so both signals are in when it runs). Its retry finds
+         * the quota with room and free space in a chunk a live buffer keeps: it
+         * must still fail, as a caller waiting when the pool closed.
+         */
+        @Test
+        void aWaiterWokenByCloseAndAReleaseFailsInsteadOfBeingServed() throws Exception {
+            MemoryPool pool = new MemoryPool(PoolConfig.builder().chunkSize(MIB).firstChunkSize(MIB).arenas(1)
+                    .limitPolicy(LimitPolicy.WAIT).waitTimeout(Duration.ofSeconds(50)).quota("q", 64 * KIB)
+                    .chunkSource(ChunkSource.direct()).build());
+            Category q = pool.category("q");
+            Allocation pin = new Allocation();
+            pool.allocate(16 * KIB, pin); // keeps the chunk after close
+            Allocation held = new Allocation();
+            pool.allocate(q, 64 * KIB, held); // the whole quota
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Allocation waited = new Allocation();
+            Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(q, 64 * KIB, waited), failure);
+            ConcurrentTasks.awaitWaiting(pool, 1);
+
+            ReentrantLock lock = limitLock(pool);
+            lock.lock();
+            try {
+                pool.close();
+                pool.free(held); // room in the quota and in the chunk the pin keeps
+            } finally {
+                lock.unlock();
+            }
+            waiter.join();
+            assertFalse(waited.isLive(), "no allocation after close()");
+            assertInstanceOf(IllegalStateException.class, failure.get());
+            pool.free(pin);
+            assertEquals(0, pool.committedBytes());
+        }
+
+        private static ReentrantLock limitLock(MemoryPool pool) throws ReflectiveOperationException {
+            Field admissionField = MemoryPool.class.getDeclaredField("admission");
+            admissionField.setAccessible(true);
+            Field limitField = Admission.class.getDeclaredField("limit");
+            limitField.setAccessible(true);
+            Field lockField = MemoryLimit.class.getDeclaredField("lock");
+            lockField.setAccessible(true);
+            return (ReentrantLock) lockField.get(limitField.get(admissionField.get(pool)));
+        }
+    }
+
+    /**
+     * {@link MemoryPool#tryAllocate} at the ceiling under {@link LimitPolicy#WAIT}:
+     * a try-allocate ({@code returnFalseAtLimit}) returns false at once; without
+     * the flag the policy applies and the caller waits, as its javadoc now says
+     * (it said "never waits" for both). The waits run on {@link ManualTime}: a
+     * wait ends when the test moves the pool's ticker past its deadline, and not
+     * a nanosecond before.
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class TryAllocateWait {
+
+        private static final Duration WAIT = Duration.ofMillis(200);
+
+        private final ManualTime time = new ManualTime();
+
+        private MemoryPool fullPool(Allocation full) {
+            PoolConfig config = MemoryPoolTest.config(1 << 16).arenas(1).maxMemory(1 << 16)
+                    .limitPolicy(LimitPolicy.WAIT).waitTimeout(WAIT).ticker(time).scheduler(time).build();
+            MemoryPool pool = new MemoryPool(config);
+            pool.allocate(1 << 16, full);
+            return pool;
+        }
+
+        @Test
+        void onlyATryAllocateNeverWaits() throws Exception {
+            Allocation full = new Allocation();
+            try (MemoryPool pool = fullPool(full)) {
+                assertFalse(pool.tryAllocate(pool.defaultCategory(), 1000, new Allocation(), true));
+                assertEquals(0, pool.limitStats().waits(), "a try-allocate waited");
+                assertEquals(0, time.parked());
+
+                AtomicReference<Throwable> failure = new AtomicReference<>();
+                Thread waiter = ConcurrentTasks.startCapturingFailure(
+                        () -> pool.tryAllocate(pool.defaultCategory(), 1000, new Allocation(), false), failure);
+                time.awaitParked(1, waiter); // without the flag, the WAIT policy applies
+                assertEquals(1, pool.waitingAllocations());
+                time.advance(WAIT);
+                waiter.join();
+                assertInstanceOf(MemoryLimitException.class, failure.get());
+                assertEquals(1, pool.limitStats().waits());
+                assertEquals(WAIT.toNanos(), pool.limitStats().waitNanos(), "waited its timeout on the pool's ticker");
+                pool.free(full);
+            }
+        }
+
+        /**
+         * A waiter is still waiting a nanosecond before its deadline, however
+         * often the clock moves before it (each move past its 50 ms safety net
+         * wakes it to retry), and times out exactly at it.
+         */
+        @Test
+        void aWaitEndsExactlyAtItsDeadlineOnThePoolsTicker() throws Exception {
+            Allocation full = new Allocation();
+            try (MemoryPool pool = fullPool(full)) {
+                AtomicReference<Throwable> failure = new AtomicReference<>();
+                Thread waiter = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(1000, new Allocation()), failure);
+                for (int step = 0; step < 4; step++) {
+                    time.awaitParked(1, waiter);
+                    time.advance(WAIT.dividedBy(4).minusNanos(step == 3 ? 1 : 0));
+                }
+                time.awaitParked(1, waiter); // parked again: the deadline has not come
+                assertNull(failure.get());
+                assertEquals(1, pool.waitingAllocations());
+                time.advance(Duration.ofNanos(1));
+                waiter.join();
+                MemoryLimitException e = assertInstanceOf(MemoryLimitException.class, failure.get());
+                assertTrue(e.getMessage().contains("after waiting 200 ms"), e.getMessage());
+                assertEquals(WAIT.toNanos(), pool.limitStats().waitNanos());
+                assertEquals(0, pool.waitingAllocations());
+                pool.free(full);
+            }
+        }
+
+        /**
+         * Two callers lined up at different times each time out at their own
+         * deadline: the first, at the head of the line, when the clock passes
+         * its deadline; the one behind it, parked for its turn, only when the
+         * clock passes its own.
+         */
+        @Test
+        void callersLinedUpAtDifferentTimesTimeOutInTurn() throws Exception {
+            Allocation full = new Allocation();
+            try (MemoryPool pool = fullPool(full)) {
+                AtomicReference<Throwable> firstFailure = new AtomicReference<>();
+                AtomicReference<Throwable> secondFailure = new AtomicReference<>();
+                Thread first = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(1000, new Allocation()), firstFailure);
+                time.awaitParked(1, first);
+                time.advance(WAIT.dividedBy(2));
+                Thread second = ConcurrentTasks.startCapturingFailure(() -> pool.allocate(1000, new Allocation()),
+                        secondFailure);
+                time.awaitParked(2, first, second);
+
+                time.advance(WAIT.dividedBy(2));
+                first.join();
+                assertInstanceOf(MemoryLimitException.class, firstFailure.get());
+                time.awaitParked(1, second); // now the head, with half of its wait left
+                assertNull(secondFailure.get());
+                assertEquals(1, pool.waitingAllocations());
+
+                time.advance(WAIT.dividedBy(2));
+                second.join();
+                assertInstanceOf(MemoryLimitException.class, secondFailure.get());
+                assertEquals(2 * WAIT.toNanos(), pool.limitStats().waitNanos(), "each waited its whole timeout");
+                pool.free(full);
+            }
+        }
     }
 }
