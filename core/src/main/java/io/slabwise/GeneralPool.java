@@ -230,8 +230,8 @@ final class GeneralPool {
             admission.released();
         }
         if (closed) {
-            // a closed pool gives each chunk back as soon as it is empty
-            idle.reclaimAfterClose();
+            // a closed pool gives each chunk back as soon as it is empty; the shared caches are flushed first
+            idle.reclaimAll(false);
             if (committed.committed() == 0) {
                 idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
             }

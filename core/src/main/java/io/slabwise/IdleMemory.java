@@ -121,27 +121,6 @@ final class IdleMemory {
     }
 
     /**
-     * After close, on every release: gives back what the release left idle
-     * (empty chunks of the arenas, idle dedicated regions, the cache
-     * allocators' emptied chunks and idle blocks), at a cost of the arenas
-     * and cache allocators, never of the threads: the releasing thread's own
-     * cache answers the close's flush request in the release itself, other
-     * live threads' at their next operation, and dead threads' caches go
-     * back on the decay, which runs on after close until nothing is
-     * committed.
-     */
-    void reclaimAfterClose() {
-        PoolEvents.Trim event = PoolEvents.beginTrim();
-        GivenBack given = new GivenBack();
-        releaseCacheAllocatorsIdle(given);
-        for (Arena arena : arenas) {
-            given.regions(arena.trim(0, 0));
-        }
-        given.regions(dedicated.release(0));
-        given.report(event, PoolEvents.BY_RECLAIM);
-    }
-
-    /**
      * Asks glibc to trim malloc's arenas if regions went back to malloc since
      * the last trim (see {@link NativeHeap}).
      *
