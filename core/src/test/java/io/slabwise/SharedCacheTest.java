@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static io.slabwise.ThreadBindingTest.burst;
 import static io.slabwise.ThreadBindingTest.onVirtualThreads;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -311,18 +312,6 @@ class SharedCacheTest {
             CommittedMemory.Figures exact = memory.figures(0, 1, region);
             assertEquals(0, exact.hugeBytes());
             assertEquals(region, exact.hugeIdleBytes());
-        }
-
-        /** {@code count} allocations of {@code size} held at once, then released. */
-        private static List<Allocation> burst(MemoryPool pool, Category category, int size, int count) {
-            List<Allocation> held = new ArrayList<>();
-            for (int i = 0; i < count; i++) {
-                held.add(pool.general.allocateStashed(category, size, false));
-            }
-            for (Allocation a : held) {
-                pool.free(a);
-            }
-            return held;
         }
     }
 }

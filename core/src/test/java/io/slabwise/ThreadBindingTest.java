@@ -509,7 +509,7 @@ class ThreadBindingTest {
     }
 
     /** {@code count} allocations of {@code size} held at once, each written to, then released oldest first. */
-    private static List<Allocation> burst(MemoryPool pool, Category category, int size, int count) {
+    static List<Allocation> burst(MemoryPool pool, Category category, int size, int count) {
         List<Allocation> held = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             Allocation a = pool.general.allocateStashed(category, size, false);
