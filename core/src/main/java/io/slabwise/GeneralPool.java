@@ -231,7 +231,7 @@ final class GeneralPool {
         }
         if (closed) {
             // a closed pool gives each chunk back as soon as it is empty; the shared caches are flushed first
-            idle.reclaimAll(false);
+            idle.reclaimAfterClose();
             if (committed.committed() == 0) {
                 idle.trimNativeHeap(); // the last one: what malloc kept of its regions goes back too
             }

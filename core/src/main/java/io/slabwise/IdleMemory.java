@@ -121,6 +121,29 @@ final class IdleMemory {
     }
 
     /**
+     * After close, on every release: gives back what the release left idle,
+     * at a cost of the arenas and cache allocators, never of the threads. The
+     * releasing thread's own cache and the shared caches (one per arena) are
+     * flushed first: a release that read the pool open may have cached its
+     * memory there after the close's flush (a cache bound after the close's
+     * flush request, or a shared cache whose holder was descheduled past the
+     * close's 20 ms of tries). Other live threads' caches answer the close's
+     * request at their next operation, and dead threads' go back on the
+     * decay, which runs on after close until nothing is committed.
+     */
+    void reclaimAfterClose() {
+        PoolEvents.Trim event = PoolEvents.beginTrim();
+        GivenBack given = new GivenBack();
+        threadCaches.flushOwnAndShared();
+        releaseCacheAllocatorsIdle(given);
+        for (Arena arena : arenas) {
+            given.regions(arena.trim(0, 0));
+        }
+        given.regions(dedicated.release(0));
+        given.report(event, PoolEvents.BY_RECLAIM);
+    }
+
+    /**
      * Asks glibc to trim malloc's arenas if regions went back to malloc since
      * the last trim (see {@link NativeHeap}).
      *

@@ -301,6 +301,23 @@ final class ThreadCaches {
         for (ThreadCache cache : live) {
             cache.requestFlush();
         }
+        flushShared();
+    }
+
+    /**
+     * Flushes the calling thread's own cache and the shared caches (one per
+     * arena, each if free) now; no other thread's cache is looked at, so the
+     * cost is of the arenas, not of the threads.
+     */
+    void flushOwnAndShared() {
+        ThreadCache own = own();
+        if (own != null) {
+            own.flush();
+        }
+        flushShared();
+    }
+
+    private void flushShared() {
         for (SharedCache cache : shared) {
             cache.flushShared();
         }

@@ -5,10 +5,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -342,5 +347,96 @@ class PoolLifecycleTest {
         assertFalse(pool.isClosed());
         pool.close();
         assertTrue(pool.isClosed());
+    }
+
+    /**
+     * What a release into a closed pool gives back, and what it looks at: the
+     * arenas, the shared caches and its own thread's cache, never the other
+     * threads' caches (a closed pool drains one release at a time, and a walk
+     * of every thread per release would make draining cost threads x
+     * buffers).
+     */
+    @Nested
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    class ReleasesIntoAClosedPool {
+
+        /**
+         * A virtual thread's release cached its memory in the shared cache and
+         * was descheduled before letting go of the lock, past the 20 ms (of
+         * the pool's ticker) for which the close tried that lock: the close
+         * left a flush request, which the holder, having read no request just
+         * before it was set, did not answer as it let go. The next release
+         * into the closed pool, from a platform thread's cache, flushes the
+         * shared cache and gives the emptied chunk back. (The jcstress
+         * {@code SharedReleaseCloseTest} found this state under the C2 stress
+         * options when the release reclaimed the arenas only.)
+         */
+        @Test
+        void aSharedCacheLeftHoldingMemoryAfterTheClosesTriesIsFlushedByTheNextRelease() throws Exception {
+            AtomicLong now = new AtomicLong();
+            MemoryPool pool = new MemoryPool(config().arenas(1)
+                    .ticker(() -> now.addAndGet(TimeUnit.MILLISECONDS.toNanos(1))) // each read a millisecond later
+                    .scheduler((task, period) -> () -> { }).build());
+            SharedCache shared = pool.threadCaches.shared(0);
+            Category category = pool.defaultCategory();
+            Allocation cached = new Allocation();
+            shared.allocate(category, 1000, SizeClasses.indexOf(1000), pool.reservedSizeFor(1000), cached);
+            pool.free(cached); // into the shared cache's stacks, under its lock
+            Allocation last = pool.general.allocateStashed(category, 1000, false); // from this thread's own cache
+            assertTrue(shared.cachedBytes() > 0, "the release was cached");
+
+            assertTrue(shared.lockShared()); // the virtual thread that cached it, descheduled before letting go
+            pool.close(); // each flush of the shared cache tries its lock for 20 ms of the ticker, then leaves a request
+            assertTrue(shared.flushRequested, "the close left its flush to the holder");
+            AtomicBoolean busy = sharedLock(shared);
+            busy.set(false); // the holder lets go, having read no request just before the close set it
+            assertTrue(shared.cachedBytes() > 0, "the shared cache holds memory in the closed pool");
+            assertTrue(pool.committedBytes() > 0);
+
+            pool.free(last); // the last live allocation, through the platform thread's path into the closed pool
+            assertEquals(0, shared.cachedBytes(), "the release into the closed pool left the shared cache full");
+            assertEquals(0, pool.committedBytes(), "nothing live, yet memory stayed committed");
+        }
+
+        /**
+         * Another thread's cache is not looked at by a release into the closed
+         * pool: it answers the close's flush request at its own next
+         * operation, and until then what it holds stays committed.
+         */
+        @Test
+        void anotherThreadsCacheAnswersTheClosesRequestAtItsOwnNextOperation() throws Exception {
+            MemoryPool pool = new MemoryPool(config().arenas(1).scheduler((task, period) -> () -> { }).build());
+            Category category = pool.defaultCategory();
+            ExecutorService other = Executors.newSingleThreadExecutor();
+            try {
+                ThreadCache othersCache = other.submit(() -> pool.threadCaches.current()).get();
+                Allocation othersLive = other.submit(() -> {
+                    pool.free(pool.general.allocateStashed(category, 1000, false)); // into its own cache
+                    return pool.general.allocateStashed(category, 1000, false);
+                }).get();
+                Allocation mine = new Allocation();
+                pool.allocate(5000, mine);
+                long othersCached = othersCache.cachedBytes();
+                assertTrue(othersCached > 0, "the other thread's release was cached");
+
+                pool.close();
+                assertTrue(othersCache.flushRequested, "the close asked the other thread to flush");
+                pool.free(mine);
+                assertEquals(othersCached, othersCache.cachedBytes(), "this thread's release flushed another thread's cache");
+                assertTrue(pool.committedBytes() > 0);
+
+                other.submit(() -> pool.free(othersLive)).get(); // its next operation answers the request
+                assertEquals(0, othersCache.cachedBytes());
+                assertEquals(0, pool.committedBytes(), "nothing live, yet memory stayed committed");
+            } finally {
+                other.shutdownNow();
+            }
+        }
+
+        private AtomicBoolean sharedLock(SharedCache shared) throws ReflectiveOperationException {
+            java.lang.reflect.Field busy = SharedCache.class.getDeclaredField("busy");
+            busy.setAccessible(true);
+            return (AtomicBoolean) busy.get(shared);
+        }
     }
 }
