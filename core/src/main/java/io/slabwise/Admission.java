@@ -39,8 +39,6 @@ final class Admission {
     private final Pressure pressure;
     /** Takes back idle memory before a refusal at the ceiling. */
     private final CeilingReclaim reclaim;
-    /** The pool's figures, for a refusal's message. */
-    private final Statistics statistics;
     /** Refusals and waits, per category and limit. */
     private final LimitCounters limitCounters = new LimitCounters();
 
@@ -50,12 +48,11 @@ final class Admission {
         void reclaimForCeiling();
     }
 
-    Admission(PoolConfig config, MemoryLimit limit, Pressure pressure, CeilingReclaim reclaim, Statistics statistics) {
+    Admission(PoolConfig config, MemoryLimit limit, Pressure pressure, CeilingReclaim reclaim) {
         this.config = config;
         this.limit = limit;
         this.pressure = pressure;
         this.reclaim = reclaim;
-        this.statistics = statistics;
     }
 
     /** Refuses every allocation from now on and wakes the callers waiting at a limit; false when already closed. */
@@ -376,9 +373,9 @@ final class Admission {
     }
 
     private MemoryLimitException exception(Category category, int requested, MemoryLimitException.Kind kind, String suffix) {
-        ThreadCaches.Snapshot counts = statistics.counters();
-        String usage = "requested=" + counts.totalRequested() + " reserved=" + counts.totalReserved()
-                + " committed=" + counts.committed;
+        // read from counters kept for the limits: a refusal never reads every thread's counters (stats() does), so a
+        // storm of refusals at the ceiling costs the same with ten threads or ten thousand
+        String usage = "committed " + limit.committed() + " bytes";
         if (kind == MemoryLimitException.Kind.QUOTA) {
             return new MemoryLimitException(MemoryLimitException.Kind.QUOTA, category.name(), requested, category.quota,
                     "category '" + category + "' quota exceeded: request of " + requested + " bytes, quota "

@@ -80,7 +80,7 @@ public final class MemoryPool implements AutoCloseable {
         this.pressure = new Pressure(config.pressure(), limit, config.ticker(), idle, config.chunkSize());
         this.statistics = new Statistics(threadCaches, categories, committed, dedicated, arenas, pressure, config.chunkSize());
         this.upkeep = new Upkeep(config, limit, committed, dedicated, threadCaches, idle, pressure);
-        this.admission = new Admission(config, limit, pressure, upkeep, statistics);
+        this.admission = new Admission(config, limit, pressure, upkeep);
         this.general = new GeneralPool(sizes, fittedAbove, dedicatedAbove, config.pageSize(), dedicated, threadCaches,
                 admission, idle, committed);
         this.categories.open(general);
