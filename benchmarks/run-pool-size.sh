@@ -15,7 +15,7 @@
 # pool would be set up (the kernel's default limit of mappings per process, vm.max_map_count, is 65,530; the
 # trials show how many mappings chunks really take); CHUNK_SIZE sets the chunk size of every pool instead. Buffers: 256 KiB, 64 KiB and, up to 16 GiB, 4 KiB (SIZES sets them
 # for every pool, the first one being the one the probes run after).
-# Environment: ROUNDS (3, or the second argument); WARMUP_MAX_GIB (64): the warm-up fill is the whole pool up
+# Environment: ROUNDS (3, or the second argument); WARMUP_MAX_GIB (64): the warm-up fill (repeated until 250,000 buffers) is the whole pool up
 # to that many GiB; THREADS (8; 0 for no fill by several threads); HEAP (4g); LATENCY_OPS (20000);
 # TRIAL (yes in full mode, else no): the mapping trials, each one JVM with no warm-up, whose fill ends by
 # releasing every other chunk's buffers (--holes), reported on their own and never changing the exit status:

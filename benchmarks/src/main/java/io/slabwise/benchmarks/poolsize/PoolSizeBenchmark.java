@@ -63,8 +63,11 @@ import java.util.stream.Stream;
  * every fill is reported, to show that the chunks stayed untouched.
  *
  * <h2>What is measured, per allocator and buffer size</h2>
- * A fresh allocator; one warm-up fill of {@code --warmup-gib} GiB (default the
- * whole pool) on this thread, all released; then the measured fill: live
+ * A fresh allocator; a warm-up fill of {@code --warmup-gib} GiB (default the
+ * whole pool) on this thread, all released, repeated until at least
+ * {@value #MIN_WARMUP_BUFFERS} buffers were allocated (one fill of a small
+ * pool is too few operations for the JIT: a 1 GiB fill of 64 KiB buffers took
+ * 3-6 times as long after one warm-up fill as after ten); then the measured fill: live
  * buffers of {@code directBuffer(size, size)} until they hold the pool's
  * {@code --pool-gib} GiB, with the time at every GiB. Then:
  * <ul>
@@ -151,6 +154,8 @@ public final class PoolSizeBenchmark {
     private static final int TOUCHED_LIMIT_GIB = 2;
     /** Calls of a statistics read or a trim whose median is reported. */
     private static final int REPEATS = 5;
+    /** Buffers the warm-up allocates at least, in as many fills as that takes (at least one). */
+    private static final long MIN_WARMUP_BUFFERS = 250_000;
     /** The buffer size of the fill by several threads. */
     private static final int PARALLEL_SIZE = 256 * 1024;
     /** The latency case of sizes the thread cache does not keep, drawn at random, so that its one large slot rarely serves. */
@@ -317,8 +322,12 @@ public final class PoolSizeBenchmark {
         Fill fill = new Fill(live, size);
         try {
             long warmup = System.nanoTime();
-            fill.run(allocator, live.length / poolGiB * warmupGiB, null);
-            fill.releaseAll();
+            int warmupBuffers = live.length / poolGiB * warmupGiB;
+            for (long allocated = 0; allocated == 0 || allocated < MIN_WARMUP_BUFFERS && warmupBuffers > 0;
+                 allocated += warmupBuffers) {
+                fill.run(allocator, warmupBuffers, null);
+                fill.releaseAll();
+            }
             warmup = System.nanoTime() - warmup;
             long heapBefore = heapAfterGc();
             int mapsBefore = mappings();
@@ -349,9 +358,13 @@ public final class PoolSizeBenchmark {
         String what = "allocator=" + kind + " poolGiB=" + poolGiB + " size=" + PARALLEL_SIZE + " threads=" + threads;
         try {
             long warmup = System.nanoTime();
-            together(allocator, fills, share / poolGiB * warmupGiB, null);
-            for (Fill fill : fills) {
-                fill.releaseAll();
+            int warmupShare = share / poolGiB * warmupGiB;
+            for (long allocated = 0; allocated == 0 || allocated < MIN_WARMUP_BUFFERS && warmupShare > 0;
+                 allocated += (long) warmupShare * threads) {
+                together(allocator, fills, warmupShare, null);
+                for (Fill fill : fills) {
+                    fill.releaseAll();
+                }
             }
             warmup = System.nanoTime() - warmup;
             long heapBefore = heapAfterGc();
