@@ -79,6 +79,11 @@ final class SharedCache extends ThreadCache {
         this.ticker = ticker;
     }
 
+    /** Whether another thread holds the lock now (a hint: it may be let go, or taken, the next moment). */
+    boolean isBusy() {
+        return busy.getOpaque();
+    }
+
     /** Takes the lock if it is free: never waits. */
     boolean lockShared() {
         return busy.compareAndSet(false, true);

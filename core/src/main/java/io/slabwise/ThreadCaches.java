@@ -16,7 +16,8 @@ import java.util.function.LongSupplier;
  * <pre>
  *  platform thread ──slot by thread id, owner checked─┬─▶ its ThreadCache ──▶ least-bound arena in use
  *                  ──else ThreadLocal (weak)──────────┘
- *  virtual thread  ──thread id % arenas──▶ SharedCache of that arena (its stacks under a try-lock)
+ *  virtual thread  ──thread id % arenas──▶ SharedCache of that arena (its stacks under a try-lock),
+ *                   or the next one free when another thread holds it
  *
  *  live caches ──owner died──▶ dying (its buffers still live) ──all released──▶ folded into retired counts
  * </pre>
@@ -66,6 +67,13 @@ final class ThreadCaches {
     private static final int BY_ID = 256;
     /** The caches virtual threads share, one per arena. */
     private final SharedCache[] shared;
+    /**
+     * The fewest arenas virtual threads spread over: one per carrier thread
+     * of the virtual-thread scheduler, at most every arena. Fewer, and the
+     * carriers would take turns at one shared cache's try-lock and one
+     * arena's monitor, each going past the cache whenever another holds it.
+     */
+    private final int virtualArenas;
     /** New threads between two reclaims of dead threads' caches started by a new thread. */
     private static final int RECLAIM_EVERY = 64;
 
@@ -103,6 +111,7 @@ final class ThreadCaches {
         }
         this.live = Arrays.copyOf(shared, shared.length, ThreadCache[].class); // own caches join it later
         this.arenasInUse = config.arenaSpreadBytes() == 0 ? arenas.length : 1;
+        this.virtualArenas = Math.min(arenas.length, VirtualThreads.carriers());
     }
 
     /** The calling thread's cache, made and bound to an arena on its first use. */
@@ -113,13 +122,32 @@ final class ThreadCaches {
             return mapped; // the common case: one array read
         }
         if (VirtualThreads.SUPPORTED && VirtualThreads.isVirtual(thread)) {
-            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id among
-            // the arenas in use, so that a small pool commits the chunks of one arena, as for platform threads
-            return shared[(int) ((idOf(thread) & Long.MAX_VALUE) % arenasInUse)];
+            // no per-thread state for virtual threads: they share a cache per arena, chosen by thread id among the
+            // arenas in use (one per carrier at least), so that a small pool commits the chunks of a few arenas
+            return sharedFor(thread);
         }
         WeakReference<ThreadCache> ref = caches.get();
         ThreadCache cache = ref != null ? ref.get() : null;
         return cache != null ? cache : bind(thread);
+    }
+
+    /**
+     * The shared cache for a virtual thread: its thread id's among the
+     * arenas virtual threads use, or, when another thread holds that one,
+     * the next one found free (a carrier that finds its cache taken goes to
+     * another rather than past every cache to an arena's monitor).
+     */
+    private SharedCache sharedFor(Thread thread) {
+        int spread = Math.max(arenasInUse, virtualArenas);
+        int first = (int) ((idOf(thread) & Long.MAX_VALUE) % spread);
+        SharedCache cache = shared[first];
+        for (int i = 1; i < spread && cache.isBusy(); i++) {
+            SharedCache next = shared[(first + i) % spread];
+            if (!next.isBusy()) {
+                return next;
+            }
+        }
+        return cache;
     }
 
     /** The cache the virtual threads bound to arena {@code index} share. */

@@ -32,6 +32,27 @@ final class VirtualThreads {
         }
     }
 
+    /**
+     * The carrier threads that run virtual threads: the scheduler's
+     * parallelism, {@code jdk.virtualThreadScheduler.parallelism} if set (and
+     * valid), else the available processors, as the JDK's scheduler takes it.
+     */
+    static int carriers() {
+        int processors = Runtime.getRuntime().availableProcessors();
+        String configured = System.getProperty("jdk.virtualThreadScheduler.parallelism");
+        if (configured != null) {
+            try {
+                int parallelism = Integer.parseInt(configured.trim());
+                if (parallelism > 0) {
+                    return parallelism;
+                }
+            } catch (NumberFormatException e) {
+                return processors; // the JDK refuses it too; its default is what runs
+            }
+        }
+        return processors;
+    }
+
     /** Whether {@code thread} is a virtual thread. */
     static boolean isVirtual(Thread thread) {
         if (!SUPPORTED) {
