@@ -1,6 +1,7 @@
 package io.slabwise;
 
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * The cache that the virtual threads bound to one arena share, its stacks,
@@ -51,6 +52,16 @@ final class SharedCache extends ThreadCache {
      * a close.
      */
     private static final long FLUSH_LOCK_WAIT_NANOS = 20_000_000;
+    /** {@link #busy}, a field of the cache itself: the lock costs no load of another object. */
+    private static final VarHandle BUSY;
+
+    static {
+        try {
+            BUSY = MethodHandles.lookup().findVarHandle(SharedCache.class, "busy", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /** {@link #release}: nothing done; the lock was taken, or the release must go past the cache. */
     static final int PASSED = 0;
@@ -67,7 +78,8 @@ final class SharedCache extends ThreadCache {
      * does not wait but goes to the arena (allocation) or the remote-free
      * queue (release).
      */
-    private final AtomicBoolean busy = new AtomicBoolean();
+    @SuppressWarnings("unused") // through BUSY only
+    private volatile boolean busy;
     /** The pool's clock, for how long {@link #flushShared()} tries the lock. */
     private final Ticker ticker;
 
@@ -81,12 +93,12 @@ final class SharedCache extends ThreadCache {
 
     /** Whether another thread holds the lock now (a hint: it may be let go, or taken, the next moment). */
     boolean isBusy() {
-        return busy.getOpaque();
+        return (boolean) BUSY.getOpaque(this);
     }
 
     /** Takes the lock if it is free: never waits. */
     boolean lockShared() {
-        return busy.compareAndSet(false, true);
+        return BUSY.compareAndSet(this, false, true);
     }
 
     /**
@@ -106,7 +118,7 @@ final class SharedCache extends ThreadCache {
                 arena.trim(0, 0);
             }
         }
-        busy.setRelease(false);
+        BUSY.setRelease(this, false);
     }
 
     /** A blank holder from the stash if the lock is free, else a new one; any thread. */
