@@ -324,10 +324,17 @@ final class ThreadCaches {
         }
     }
 
-    /** Asks every live thread to flush its cache at its next operation; the shared caches flush now, if free. */
+    /**
+     * Asks every live thread to flush its cache at its next operation; the
+     * shared caches flush now, if free. A cache already asked is only read,
+     * not written again: in a run of refusals at the ceiling, each of which
+     * asks, the owners' cache lines are not taken from them over and over.
+     */
     void requestFlushAll() {
         for (ThreadCache cache : live) {
-            cache.requestFlush();
+            if (!cache.flushRequested) {
+                cache.requestFlush();
+            }
         }
         flushShared();
     }
