@@ -43,7 +43,7 @@ public final class Allocation {
     int sizeIndex;
     int requested;
     int reserved;
-    int offset;
+    /** The memory's address; its offset in the chunk is derived from it (a field less per live buffer). */
     long address;
     /**
      * Made by a thread cache's holder stash for a caller that never shows the
@@ -129,7 +129,7 @@ public final class Allocation {
         if (!isLive()) {
             throw new IllegalStateException("the allocation holds no live memory");
         }
-        return chunk.region.buffer().slice(offset, requested);
+        return chunk.region.buffer().slice(offset(), requested);
     }
 
     /**
@@ -144,7 +144,8 @@ public final class Allocation {
 
     /** Where this allocation starts inside its chunk's region: {@link #address()} minus the region's address. */
     public int offset() {
-        return offset;
+        Chunk c = chunk;
+        return c == null ? 0 : (int) (address - c.region.address());
     }
 
     /** The category the memory is accounted to. */
@@ -169,7 +170,6 @@ public final class Allocation {
      */
     void place(int sizeIndex, int offset, Category category, int requested, int reserved) {
         this.sizeIndex = sizeIndex;
-        this.offset = offset;
         this.address = chunk.region.address() + offset;
         this.category = category;
         this.requested = requested;
@@ -187,14 +187,13 @@ public final class Allocation {
         sizeIndex = 0;
         requested = 0;
         reserved = 0;
-        offset = 0;
         address = 0;
     }
 
     @Override
     public String toString() {
         return isLive()
-                ? "Allocation(" + category + ", requested=" + requested + ", reserved=" + reserved + ", offset=" + offset + ')'
+                ? "Allocation(" + category + ", requested=" + requested + ", reserved=" + reserved + ", offset=" + offset() + ')'
                 : "Allocation(free)";
     }
 }

@@ -497,7 +497,7 @@ public final class BlockPool {
             Allocation memory = region.memory;
             out.chunk = memory.chunk;
             out.handle = memory.handle;
-            out.place(-1, (int) (memory.offset + (long) slot * slotSize), category, requested, reserved);
+            out.place(-1, (int) (memory.offset() + (long) slot * slotSize), category, requested, reserved);
             out.releaserToken = new SlotToken(region, slot);
         }
 

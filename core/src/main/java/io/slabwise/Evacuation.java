@@ -246,6 +246,6 @@ public final class Evacuation {
         if (to.requested < from.requested) {
             throw new IllegalStateException("new memory smaller than the old: " + to + " < " + from);
         }
-        to.chunkMemory().put(to.offset, from.chunkMemory(), from.offset, from.requested);
+        to.chunkMemory().put(to.offset(), from.chunkMemory(), from.offset(), from.requested);
     }
 }

@@ -218,7 +218,7 @@ public final class SequentialAllocator implements Allocator {
         Allocation memory = slab.memory;
         out.chunk = memory.chunk;
         out.handle = memory.handle;
-        out.place(-1, memory.offset + offset, category, requested, reserved);
+        out.place(-1, memory.offset() + offset, category, requested, reserved);
         out.releaser = releaser;
         out.releaserToken = slab;
         chunks.countCarved(category, requested, reserved, out);
