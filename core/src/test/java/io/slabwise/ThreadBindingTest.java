@@ -221,16 +221,19 @@ class ThreadBindingTest {
      * A virtual thread whose shared cache another thread holds takes the next
      * one free instead of going past every cache to an arena: with the first
      * arena's cache held (a virtual thread in the middle of its step on the
-     * other carrier), 32 virtual threads each allocate through the second
-     * arena's cache, whatever their thread ids; with both held, they go past
-     * the caches and still get their memory. Each allocation is counted once,
-     * and all of it comes back.
+     * other carrier), 32 virtual threads, one after the other, each allocate
+     * through the second arena's cache, whatever their thread ids; with both
+     * held, they go past the caches and still get their memory. Each
+     * allocation is counted once, and all of it comes back. (Run one at a
+     * time: virtual threads running together also find the second cache
+     * taken, by each other, and then go past both, as they should. No
+     * scheduler: a decay could hold a cache's lock for a moment.)
      */
     @Test
     void aVirtualThreadWhoseSharedCacheIsTakenUsesTheNextOneFree() throws Exception {
         assumeTrue(VirtualThreads.SUPPORTED, "virtual threads need Java 21 or later");
         assumeTrue(VirtualThreads.carriers() >= 2, "one carrier thread: virtual threads of a small pool use one arena");
-        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).build());
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(2).scheduler((task, period) -> () -> { }).build());
         SharedCache first = pool.threadCaches.shared(0);
         SharedCache second = pool.threadCaches.shared(1);
         List<Allocation> elsewhere = new ArrayList<>();
@@ -238,14 +241,10 @@ class ThreadBindingTest {
         onVirtualThreads(virtual -> {
             assertTrue(first.lockShared());
             try {
-                for (Future<Allocation> f : allocateOnEach(virtual, pool, 32)) {
-                    elsewhere.add(f.get());
-                }
+                elsewhere.addAll(allocateOneByOne(virtual, pool, 32));
                 assertTrue(second.lockShared());
                 try {
-                    for (Future<Allocation> f : allocateOnEach(virtual, pool, 8)) {
-                        past.add(f.get());
-                    }
+                    past.addAll(allocateOneByOne(virtual, pool, 8));
                 } finally {
                     second.unlockShared();
                 }
@@ -268,16 +267,17 @@ class ThreadBindingTest {
         assertEquals(0, pool.committedBytes());
     }
 
-    private static List<Future<Allocation>> allocateOnEach(ExecutorService virtual, MemoryPool pool, int threads) {
-        List<Future<Allocation>> futures = new ArrayList<>();
+    /** {@code threads} virtual threads, one after the other, each allocating 1 KiB; their allocations. */
+    private static List<Allocation> allocateOneByOne(ExecutorService virtual, MemoryPool pool, int threads) throws Exception {
+        List<Allocation> made = new ArrayList<>();
         for (int i = 0; i < threads; i++) {
-            futures.add(virtual.submit(() -> {
+            made.add(virtual.submit(() -> {
                 Allocation a = new Allocation();
                 pool.allocate(1024, a);
                 return a;
-            }));
+            }).get());
         }
-        return futures;
+        return made;
     }
 
     /**
