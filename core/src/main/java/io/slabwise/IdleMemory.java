@@ -39,6 +39,13 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class IdleMemory {
 
+    /**
+     * Live thread caches a decay tick looks at for dead threads (see
+     * {@link ThreadCaches#reclaimDeadLookingAt}): every one with up to this
+     * many threads, a share of them per tick with more.
+     */
+    static final int DECAY_LOOKS = 64;
+
     private final Arena[] arenas;
     private final ThreadCaches threadCaches;
     private final CommittedMemory committed;
@@ -62,14 +69,14 @@ final class IdleMemory {
     /**
      * Gives back chunks, dedicated regions and blocks idle for longer than the
      * decay time, keeping {@code minIdleChunks} chunks, and reclaims dead
-     * threads' caches.
+     * threads' caches (looking at {@link #DECAY_LOOKS} live caches a tick).
      *
      * @return the number of chunks, dedicated regions and blocks given back
      */
     int decay() {
         PoolEvents.Trim event = PoolEvents.beginTrim();
         GivenBack given = new GivenBack();
-        threadCaches.reclaimDead();
+        threadCaches.reclaimDeadLookingAt(DECAY_LOOKS);
         long decayNanos = config.idleChunkDecay().toNanos();
         trimArenas(decayNanos, config.minIdleChunks(), given);
         given.regions(dedicated.release(decayNanos));

@@ -93,6 +93,10 @@ final class ThreadCaches {
     private volatile ThreadCache[] live;
     /** Caches of dead threads whose allocations are not all released; guarded by {@link #foldLock}. */
     private final List<ThreadCache> dying = new ArrayList<>();
+    /** The size of {@link #dying} as of the last reclaim, for {@link #reclaimDeadLookingAt}'s look without the lock. */
+    private volatile int dyingCount;
+    /** Where the decay's next look for dead threads starts among the live caches (the decay's thread only). */
+    private int lookFrom;
     /** Counters of caches whose threads died and whose allocations were all released; guarded by {@link #foldLock}. */
     private final long[] retired = new long[ThreadCounters.COUNTERS];
 
@@ -400,6 +404,40 @@ final class ThreadCaches {
     }
 
     /**
+     * The decay's look for dead threads: at most {@code max} live caches, from
+     * where the last look stopped, so that a tick costs the same with ten
+     * threads or ten thousand; {@link #reclaimDead()} when one of them died,
+     * else only the fold of dying caches (O(dying)). With at most {@code max}
+     * caches every tick looks at them all; with more, a dead thread's cache
+     * is found within (caches / max) ticks, and before that by the pool's
+     * figures ({@link #reclaimDeadIfAny()}) or a new chunk
+     * ({@link #reclaimDeadOnGrowth()}). The decay's thread only.
+     *
+     * @return how many caches were found dead
+     */
+    int reclaimDeadLookingAt(int max) {
+        ThreadCache[] current = live;
+        int n = current.length;
+        int start = n == 0 ? 0 : lookFrom % n;
+        int looks = Math.min(max, n);
+        lookFrom = start + looks;
+        for (int i = 0; i < looks; i++) {
+            if (current[(start + i) % n].isOwnerDead()) {
+                return reclaimDead();
+            }
+        }
+        if (dyingCount > 0) {
+            foldLock.lock();
+            try {
+                foldDying();
+            } finally {
+                foldLock.unlock();
+            }
+        }
+        return 0;
+    }
+
+    /**
      * {@link #tryReclaimDead()} if a registered cache's thread has died, found
      * by a scan that allocates nothing; for the pool's figures, so that they
      * never count memory only a dead thread's cache held.
@@ -433,6 +471,24 @@ final class ThreadCaches {
         return foldLock.tryLock() ? reclaimDeadLocked() : 0;
     }
 
+    /**
+     * Folds the counters of dying caches none of whose allocations is live any
+     * more into the retired counts: a dead thread's counters still change
+     * while other threads release what it allocated; once nothing of it is
+     * live, they are final. Under {@link #foldLock}; O(dying caches).
+     */
+    private void foldDying() {
+        for (int i = dying.size() - 1; i >= 0; i--) {
+            ThreadCache cache = dying.get(i);
+            if (cache.counters.liveAllocations() == 0) {
+                cache.counters.addAll(retired);
+                dying.set(i, dying.get(dying.size() - 1));
+                dying.remove(dying.size() - 1);
+            }
+        }
+        dyingCount = dying.size();
+    }
+
     /** Called with {@link #foldLock} held; releases it. */
     private int reclaimDeadLocked() {
         List<ThreadCache> dead = new ArrayList<>();
@@ -453,16 +509,7 @@ final class ThreadCaches {
                     }
                 }
             }
-            // a dead thread's counters still change while other threads release what it allocated;
-            // once nothing of it is live, they are final and fold into the retired counts
-            for (int i = dying.size() - 1; i >= 0; i--) {
-                ThreadCache cache = dying.get(i);
-                if (cache.counters.liveAllocations() == 0) {
-                    cache.counters.addAll(retired);
-                    dying.set(i, dying.get(dying.size() - 1));
-                    dying.remove(dying.size() - 1);
-                }
-            }
+            foldDying();
             // flushed under the lock too: a reclaim that finds no dead cache left (a trim's, a close's) then
             // returns only once the caches another reclaim took out of the live ones are back in their arenas
             for (ThreadCache cache : dead) {

@@ -133,6 +133,61 @@ class ArenaSpreadTest {
     }
 
     /**
+     * The decay's look for dead threads costs the same however many threads
+     * there are: 64 live caches a tick, from where the last look stopped.
+     * With 100 threads alive and a dead thread's cache registered after
+     * theirs, the first look (the shared cache and 63 live ones) finds no
+     * dead thread and reclaims nothing; the second reaches the dead one and
+     * reclaims it. The 100 live caches stay registered throughout.
+     */
+    @Test
+    void theDecaysLookForDeadThreadsCoversSixtyFourCachesATick() throws Exception {
+        MemoryPool pool = new MemoryPool(PoolConfig.builder().arenas(1).scheduler((task, period) -> () -> { }).build());
+        int alive = 100;
+        CountDownLatch registered = new CountDownLatch(alive);
+        CountDownLatch end = new CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        Runnable allocateAndRelease = () -> {
+            Allocation a = new Allocation();
+            pool.allocate(1024, a);
+            pool.free(a);
+        };
+        for (int i = 0; i < alive; i++) {
+            Thread thread = new Thread(() -> {
+                allocateAndRelease.run();
+                registered.countDown();
+                try {
+                    end.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "alive-" + i);
+            thread.setDaemon(true);
+            thread.start();
+            threads.add(thread);
+        }
+        try {
+            registered.await();
+            Thread dying = new Thread(allocateAndRelease, "dying");
+            dying.start();
+            dying.join();
+            assertEquals(alive + 1, pool.threadCaches.platformCaches());
+            assertEquals(0, pool.threadCaches.reclaimDeadLookingAt(IdleMemory.DECAY_LOOKS), "the first 64 caches are alive");
+            assertEquals(alive + 1, pool.threadCaches.platformCaches());
+            assertEquals(1, pool.threadCaches.reclaimDeadLookingAt(IdleMemory.DECAY_LOOKS), "the next look reaches the dead one");
+            assertEquals(alive, pool.threadCaches.platformCaches());
+            assertEquals(0, pool.threadCaches.reclaimDeadLookingAt(IdleMemory.DECAY_LOOKS));
+        } finally {
+            end.countDown();
+            for (Thread thread : threads) {
+                thread.join();
+            }
+        }
+        assertEquals(0, pool.requestedBytes());
+        pool.close();
+    }
+
+    /**
      * Reading the pool's figures gives back the caches of threads that have
      * died first, so no figure counts memory that only a dead thread's cache
      * held, even before the decay runs (it never does here).
