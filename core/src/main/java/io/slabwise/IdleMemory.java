@@ -116,11 +116,7 @@ final class IdleMemory {
         PoolEvents.Trim event = PoolEvents.beginTrim();
         GivenBack given = new GivenBack();
         reclaimCaches();
-        releaseCacheAllocatorsIdle(given);
-        for (Arena arena : arenas) {
-            given.regions(arena.trim(0, 0));
-        }
-        given.regions(dedicated.release(0));
+        giveBackAllIdle(given);
         if (closing) {
             given.trimNativeHeap();
         }
@@ -142,12 +138,21 @@ final class IdleMemory {
         PoolEvents.Trim event = PoolEvents.beginTrim();
         GivenBack given = new GivenBack();
         threadCaches.flushOwnAndShared();
+        giveBackAllIdle(given);
+        given.report(event, PoolEvents.BY_RECLAIM);
+    }
+
+    /**
+     * Gives back everything idle now, keeping no idle chunk: the cache
+     * allocators' idle memory, every arena's empty chunks and the idle
+     * dedicated regions, counted in {@code given}.
+     */
+    private void giveBackAllIdle(GivenBack given) {
         releaseCacheAllocatorsIdle(given);
         for (Arena arena : arenas) {
             given.regions(arena.trim(0, 0));
         }
         given.regions(dedicated.release(0));
-        given.report(event, PoolEvents.BY_RECLAIM);
     }
 
     /**

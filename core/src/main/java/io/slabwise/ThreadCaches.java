@@ -322,10 +322,7 @@ final class ThreadCaches {
      */
     void flushOwnAndRequestOthers() {
         requestFlushAll();
-        ThreadCache own = own();
-        if (own != null) {
-            own.flush();
-        }
+        flushOwn();
     }
 
     /**
@@ -349,11 +346,15 @@ final class ThreadCaches {
      * cost is of the arenas, not of the threads.
      */
     void flushOwnAndShared() {
+        flushOwn();
+        flushShared();
+    }
+
+    private void flushOwn() {
         ThreadCache own = own();
         if (own != null) {
             own.flush();
         }
-        flushShared();
     }
 
     private void flushShared() {
