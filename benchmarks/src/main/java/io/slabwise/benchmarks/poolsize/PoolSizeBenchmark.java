@@ -323,8 +323,7 @@ public final class PoolSizeBenchmark {
         try {
             long warmup = System.nanoTime();
             int warmupBuffers = live.length / poolGiB * warmupGiB;
-            for (long allocated = 0; allocated == 0 || allocated < MIN_WARMUP_BUFFERS && warmupBuffers > 0;
-                 allocated += warmupBuffers) {
+            for (int round = warmupRounds(warmupBuffers); round > 0; round--) {
                 fill.run(allocator, warmupBuffers, null);
                 fill.releaseAll();
             }
@@ -359,8 +358,7 @@ public final class PoolSizeBenchmark {
         try {
             long warmup = System.nanoTime();
             int warmupShare = share / poolGiB * warmupGiB;
-            for (long allocated = 0; allocated == 0 || allocated < MIN_WARMUP_BUFFERS && warmupShare > 0;
-                 allocated += (long) warmupShare * threads) {
+            for (int round = warmupRounds((long) warmupShare * threads); round > 0; round--) {
                 together(allocator, fills, warmupShare, null);
                 for (Fill fill : fills) {
                     fill.releaseAll();
@@ -564,6 +562,15 @@ public final class PoolSizeBenchmark {
             }
         }
         return chunks;
+    }
+
+    /**
+     * The warm-up fills of {@code buffersPerFill} buffers each that allocate at
+     * least {@value #MIN_WARMUP_BUFFERS} buffers: at least one, and exactly
+     * one when a fill allocates nothing ({@code --warmup-gib 0}).
+     */
+    private static int warmupRounds(long buffersPerFill) {
+        return buffersPerFill <= 0 ? 1 : (int) Math.max(1, (MIN_WARMUP_BUFFERS + buffersPerFill - 1) / buffersPerFill);
     }
 
     /** What a timed operation returns, so that its work is used. */
