@@ -11,28 +11,35 @@ package io.slabwise;
  * Free space is kept as maximal runs of free pages; two free runs are never
  * adjacent, because {@link #freeRun} merges a freed run with its free
  * neighbours. Each free run is recorded at both ends so that either neighbour
- * finds it in O(1), and sits in a list of runs of the same length:
+ * finds it in O(1). A run of four pages or more sits in a list of runs of its
+ * length, whose links it keeps in its own second and third pages' marks (no
+ * other reader looks there: a neighbour only reads a run's ends); a shorter
+ * run is a bit in one of three page bitmaps, by length:
  *
  * <pre>
- *  page:        0   1   2   3   4   5   6   7   8 ...
- *             [ used  ][ free run of 3 ][used][ free run ...
- *  runAt[2] = 3                  (first page of a free run: its length, up to 32,768 = END)
- *  runAt[4] = END | (2 + 1)       (last page of a free run of two pages or more: END | (start + 1))
- *  runAt[p] = 0                  (any other page; a run of one page has only its length)
- *  lists by length: len 3 -> {2, ...}; a bitmap over lengths marks the non-empty lists
+ *  page:        0   1   2   3   4   5   6   7   8   9 ...
+ *             [ used  ][ free run of 5       ][used][ free run of 1 ] ...
+ *  runAt[2] = 5                  (first page of a free run: its length, up to 32,768 = END)
+ *  runAt[3], runAt[4]            (a run of 4 pages or more: the next and previous run of its length)
+ *  runAt[6] = END | (2 + 1)       (last page of a free run of two pages or more: END | (start + 1))
+ *  runAt[p] = 0                  (any other page)
+ *  lists by length 4 and up: len 5 -> {2, ...}; short runs: bit 8 of the bitmap of length 1
+ *  a bitmap over lengths marks the lengths that have a free run
  * </pre>
  *
  * Allocation is best fit: the shortest free run that is long enough (a scan of
- * the length bitmap), split from its low end. Both operations are O(pages/64)
- * at worst and allocate nothing.
+ * the length bitmap), split from its low end; among short runs of the same
+ * length the lowest, among longer ones the last freed. Both operations are
+ * O(pages/64) at worst and allocate nothing.
  *
  * <h2>Heap</h2>
  * A chunk's metadata is what a pool holds on the heap per GiB of native
- * memory, so it is kept small: a {@code char} per page for the run ends
- * and {@code char} links for the lists by length (a chunk has at most
+ * memory, so it is kept small: a {@code char} per page for the run ends (and
+ * the lists' links, inside the free runs), a {@code char} per length for the
+ * lists' heads, three bits per page for the short runs (a chunk has at most
  * {@link #MAX_PAGES} pages: 256 MiB of 8 KiB pages), and the table of
  * subpages only once the chunk carves one (a chunk of large runs never
- * does): about 4.3 KiB for a 4 MiB chunk of 8 KiB pages, 6.3 KiB with
+ * does): about 2.4 KiB for a 4 MiB chunk of 8 KiB pages, 4.4 KiB with
  * subpages.
  *
  * <h2>Handles</h2>
@@ -56,6 +63,12 @@ final class Chunk {
     private static final char END = 0x8000;
     /** The end of a list of free runs. */
     private static final char NONE = 0xFFFF;
+    /**
+     * The shortest free runs kept in lists: a run of this many pages has two
+     * pages between its ends for its links; shorter ones are bits in
+     * {@link #shortRuns}.
+     */
+    private static final int LISTED = 4;
 
     final Arena arena;
     final NativeRegion region;
@@ -72,13 +85,20 @@ final class Chunk {
     final int pageShift;
     final int pages;
 
-    /** The ends of the free runs: see the class comment. */
+    /** The ends of the free runs, and the links of the longer ones: see the class comment. */
     private final char[] runAt;
-    /** Doubly linked lists of free-run starts, one list per run length; {@link #NONE} ends a list. */
+    /** The first of the free runs of each length from {@link #LISTED} up; {@link #NONE} for none. */
     private final char[] listHead;
-    private final char[] next;
-    private final char[] prev;
-    /** Bit {@code len} is set when the list of free runs of length {@code len} is non-empty. */
+    /**
+     * Free runs shorter than {@link #LISTED} pages: bit {@code p} of bitmap
+     * {@code length - 1} is set when a run of that length starts at page {@code p}.
+     */
+    private final long[][] shortRuns;
+    /** For each bitmap of {@link #shortRuns}: no word before this one has a bit set. */
+    private final int[] shortFrom;
+    /** How many free runs of each short length there are. */
+    private final int[] shortCount;
+    /** Bit {@code len} is set when there is a free run of length {@code len}. */
     private final long[] lengthsPresent;
     /** The subpage whose run starts at a page, if any; null until the chunk carves its first subpage. */
     private Subpage[] subpages;
@@ -131,8 +151,9 @@ final class Chunk {
         runAt = new char[pages];
         listHead = new char[pages + 1];
         java.util.Arrays.fill(listHead, NONE);
-        next = new char[pages];
-        prev = new char[pages];
+        shortRuns = new long[LISTED - 1][(pages >>> 6) + 1];
+        shortFrom = new int[LISTED - 1];
+        shortCount = new int[LISTED - 1];
         lengthsPresent = new long[(pages >>> 6) + 1];
         freePages = 0;
         insertFreeRun(0, pages);
@@ -147,7 +168,9 @@ final class Chunk {
         this.pageShift = 0;
         this.pages = 0;
         runAt = null;
-        listHead = next = prev = null;
+        listHead = null;
+        shortRuns = null;
+        shortFrom = shortCount = null;
         lengthsPresent = null;
     }
 
@@ -226,7 +249,7 @@ final class Chunk {
         if (length < 0) {
             return -1;
         }
-        int start = listHead[length];
+        int start = length < LISTED ? lowestShortRun(length) : listHead[length];
         removeFreeRun(start, length);
         if (length > runPages) {
             insertFreeRun(start + runPages, length - runPages);
@@ -295,38 +318,70 @@ final class Chunk {
         }
     }
 
+    /** The first page of the lowest free run of {@code length} pages, one of which there is, shorter than {@link #LISTED}. */
+    private int lowestShortRun(int length) {
+        long[] bits = shortRuns[length - 1];
+        int w = shortFrom[length - 1];
+        while (bits[w] == 0) {
+            w++;
+        }
+        shortFrom[length - 1] = w;
+        return (w << 6) + Long.numberOfTrailingZeros(bits[w]);
+    }
+
     private void insertFreeRun(int start, int length) {
         runAt[start] = (char) length; // 32,768 is END alone, which no last page's mark is
         if (length > 1) {
             runAt[start + length - 1] = (char) (END | (start + 1)); // start + 1 < MAX_PAGES: the run has two pages
         }
-        char head = listHead[length];
-        next[start] = head;
-        prev[start] = NONE;
-        if (head != NONE) {
-            prev[head] = (char) start;
+        boolean first;
+        if (length < LISTED) {
+            int i = length - 1;
+            shortRuns[i][start >>> 6] |= 1L << (start & 63);
+            shortFrom[i] = Math.min(shortFrom[i], start >>> 6);
+            first = shortCount[i]++ == 0;
+        } else {
+            char head = listHead[length];
+            runAt[start + 1] = head; // next
+            runAt[start + 2] = NONE; // previous
+            if (head != NONE) {
+                runAt[head + 2] = (char) start;
+            }
+            listHead[length] = (char) start;
+            first = head == NONE;
         }
-        listHead[length] = (char) start;
-        lengthsPresent[length >>> 6] |= 1L << (length & 63);
+        if (first) {
+            lengthsPresent[length >>> 6] |= 1L << (length & 63);
+        }
         freePages += length;
     }
 
     private void removeFreeRun(int start, int length) {
+        boolean last;
+        if (length < LISTED) {
+            int i = length - 1;
+            shortRuns[i][start >>> 6] &= ~(1L << (start & 63));
+            last = --shortCount[i] == 0;
+        } else {
+            char n = runAt[start + 1];
+            char p = runAt[start + 2];
+            if (p != NONE) {
+                runAt[p + 1] = n;
+            } else {
+                listHead[length] = n;
+            }
+            if (n != NONE) {
+                runAt[n + 2] = p;
+            }
+            runAt[start + 1] = 0; // pages of a used run are all 0
+            runAt[start + 2] = 0;
+            last = listHead[length] == NONE;
+        }
+        if (last) {
+            lengthsPresent[length >>> 6] &= ~(1L << (length & 63));
+        }
         runAt[start] = 0;
         runAt[start + length - 1] = 0;
-        char n = next[start];
-        char p = prev[start];
-        if (p != NONE) {
-            next[p] = n;
-        } else {
-            listHead[length] = n;
-            if (n == NONE) {
-                lengthsPresent[length >>> 6] &= ~(1L << (length & 63));
-            }
-        }
-        if (n != NONE) {
-            prev[n] = p;
-        }
         freePages -= length;
     }
 }

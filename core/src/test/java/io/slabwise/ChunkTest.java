@@ -122,7 +122,8 @@ class ChunkTest {
      * the chunk's free pages and longest free run agree with the model, a run
      * is refused exactly when the model has no free stretch long enough, and
      * the run handed out is the low end of a shortest free stretch that fits
-     * (best fit). At the end everything is freed and merges into one run.
+     * (best fit), the lowest of them when it is shorter than four pages. At
+     * the end everything is freed and merges into one run.
      */
     @Test
     void freeRunIndexAgreesWithAModel() {
@@ -154,6 +155,9 @@ class ChunkTest {
                 assertFalse(Chunk.isSubpage(handle));
                 assertTrue(start == 0 || used[start - 1], "the run starts a free stretch, step " + step);
                 assertEquals(bestFit, stretchLengthAt(used, start), "best fit: the shortest stretch that fits, step " + step);
+                if (bestFit < 4) {
+                    assertEquals(lowestStretchOf(used, bestFit), start, "of short stretches the lowest, step " + step);
+                }
                 for (int p = start; p < start + length; p++) {
                     assertFalse(used[p], "page " + p + " handed out twice");
                     used[p] = true;
@@ -207,6 +211,18 @@ class ChunkTest {
             len++;
         }
         return len;
+    }
+
+    /** The first page of the lowest maximal free stretch of exactly {@code length} pages, or -1. */
+    private static int lowestStretchOf(boolean[] used, int length) {
+        for (int p = 0; p < used.length; ) {
+            int len = stretchLengthAt(used, p);
+            if (len == length) {
+                return p;
+            }
+            p += Math.max(1, len);
+        }
+        return -1;
     }
 
     /** The length of the shortest maximal free stretch of at least {@code length} pages, or -1. */
