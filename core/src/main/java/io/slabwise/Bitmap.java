@@ -1,57 +1,89 @@
 package io.slabwise;
 
 /**
- * A fixed number of slots, each taken or free, one bit each; the lowest free
- * slot is taken first. Used by subpages (elements of a run) and by the block
- * pool's regions (slots of a block). Not thread-safe: its owner's lock guards it.
+ * A list node with a fixed number of slots, each taken or free, one bit each;
+ * the lowest free slot is taken first. Subpages (elements of a run) and the
+ * block pool's regions (slots of a block) are such nodes, so a node and its
+ * bits are one object. Not thread-safe: its owner's lock guards it.
  *
  * <pre>
- *  words     [ 0: slots 0..63 | 1: slots 64..127 | ... ]     bit set = slot taken
- *  searchFrom ──▶ the first word that may have a free bit (no free bit lies below it)
+ *  first     slots 0..63 (bits past the last slot set: never free)
+ *  more      [ slots 64..127 | 128..191 | ... ]    null up to 64 slots
+ *  bit set = slot taken;  searchFrom ──▶ the first word that may have a free bit
  * </pre>
+ *
+ * Up to 64 slots (a subpage of 4 KiB elements has two) the bits are a field
+ * of the node, without an array: what a live small buffer costs on the heap
+ * is mostly its share of such a node.
+ *
+ * @param <T> the node type
  */
-final class Bitmap {
+abstract class Bitmap<T extends Bitmap<T>> extends ListNode<T> {
 
-    private final long[] words;
+    /** Slots 0 to 63. */
+    private long first;
+    /** Slots 64 and up, 64 a word; null when there are at most 64 slots. */
+    private final long[] more;
     private final int slots;
     private int free;
-    /** No word below this one has a free bit. */
+    /** No word below this one has a free bit (word 0 is {@link #first}). */
     private int searchFrom;
 
     Bitmap(int slots) {
+        if (slots < 1) {
+            throw new IllegalArgumentException("a bitmap has at least one slot, not " + slots);
+        }
         this.slots = slots;
-        this.words = new long[(slots + 63) >>> 6];
         this.free = slots;
+        int words = (slots + 63) >>> 6;
+        this.more = words > 1 ? new long[words - 1] : null;
+        int past = slots & 63; // bits of the last word past the last slot, set once and for all
+        if (past != 0) {
+            setWord(words - 1, -1L << past);
+        }
+    }
+
+    private long word(int w) {
+        return w == 0 ? first : more[w - 1];
+    }
+
+    private void setWord(int w, long bits) {
+        if (w == 0) {
+            first = bits;
+        } else {
+            more[w - 1] = bits;
+        }
     }
 
     /** Takes the lowest free slot and returns it; -1 when every slot is taken. */
-    int take() {
-        for (int w = searchFrom; w < words.length; w++) {
-            long bits = words[w];
+    final int take() {
+        int words = more == null ? 1 : more.length + 1;
+        for (int w = searchFrom; w < words; w++) {
+            long bits = word(w);
             if (bits != -1L) {
                 int bit = Long.numberOfTrailingZeros(~bits);
-                int slot = (w << 6) + bit;
-                if (slot >= slots) {
-                    break; // the last word's bits past the end are never free
-                }
-                words[w] = bits | (1L << bit);
+                setWord(w, bits | (1L << bit));
                 free--;
                 searchFrom = w;
-                return slot;
+                return (w << 6) + bit;
             }
         }
-        searchFrom = words.length;
+        searchFrom = words;
         return -1;
     }
 
-    /** Frees {@code slot}; false when it was free already (a double free), in which case nothing changes. */
-    boolean release(int slot) {
-        int w = slot >>> 6;
-        long mask = 1L << (slot & 63);
-        if (slot < 0 || slot >= slots || (words[w] & mask) == 0) {
+    /** Frees {@code slot}; false when it was free already (a double free) or is no slot, in which case nothing changes. */
+    final boolean release(int slot) {
+        if (slot < 0 || slot >= slots) {
             return false;
         }
-        words[w] &= ~mask;
+        int w = slot >>> 6;
+        long mask = 1L << (slot & 63);
+        long bits = word(w);
+        if ((bits & mask) == 0) {
+            return false;
+        }
+        setWord(w, bits & ~mask);
         free++;
         if (w < searchFrom) {
             searchFrom = w;
@@ -60,12 +92,12 @@ final class Bitmap {
     }
 
     /** Free slots. */
-    int free() {
+    final int free() {
         return free;
     }
 
     /** All slots. */
-    int slots() {
+    final int slots() {
         return slots;
     }
 }

@@ -490,7 +490,7 @@ public final class BlockPool {
                     stripe.add(region);
                 }
                 stripe.unlink(region);
-                slot = region.take();
+                slot = region.takeSlot();
                 stripe.link(region);
             }
             stripe.live.incrementAndGet();
@@ -639,17 +639,15 @@ public final class BlockPool {
      * sub-blocks or a sub-block cut into mini-blocks); guarded by its
      * stripe's monitor. An idle block is in no stripe until it is reused.
      */
-    private final class SlotRegion extends ListNode<SlotRegion> implements Compaction.Evacuable {
+    private final class SlotRegion extends Bitmap<SlotRegion> implements Compaction.Evacuable {
         Stripe stripe;
         final Allocation memory = new Allocation();
-        /** Which slots are taken. */
-        final Bitmap taken;
         /** When the block became idle, in {@link Ticker} nanoseconds. */
         long idleSinceNanos;
 
         SlotRegion(Stripe stripe) {
+            super(stripe.size.slotsPerRegion); // which slots are taken
             this.stripe = stripe;
-            this.taken = new Bitmap(stripe.size.slotsPerRegion);
         }
 
         SlotSize owner() {
@@ -674,13 +672,9 @@ public final class BlockPool {
             return !memory.isLive();
         }
 
-        /** Free slots: the list of its stripe it belongs in. */
-        int free() {
-            return taken.free();
-        }
-
-        int take() {
-            int slot = taken.take();
+        /** Takes the lowest free slot; the caller has checked there is one. */
+        int takeSlot() {
+            int slot = take();
             if (slot < 0) {
                 throw new IllegalStateException("slot region has no free slot");
             }
@@ -688,7 +682,7 @@ public final class BlockPool {
         }
 
         void put(int slot) {
-            if (!taken.release(slot)) {
+            if (!release(slot)) {
                 throw new IllegalStateException("slot " + slot + " of a " + stripe.size.slotSize + "-byte slot region is already free");
             }
         }

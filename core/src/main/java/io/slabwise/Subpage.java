@@ -15,7 +15,7 @@ package io.slabwise;
  * {@code SizeClasses.chooseSubpageRunPages}). A released subpage may serve
  * a new run of its class later ({@link #reuse}).
  */
-final class Subpage extends ListNode<Subpage> {
+final class Subpage extends Bitmap<Subpage> {
 
     /** The most elements one subpage holds; the bitmap has this many bits. */
     static final int MAX_ELEMENTS = 512;
@@ -31,17 +31,19 @@ final class Subpage extends ListNode<Subpage> {
     boolean empty;
     Subpage prevEmpty;
     Subpage nextEmpty;
-    /** Which elements are taken; the subpage is in its arena's list of its size class while it has a free one. */
-    private final Bitmap taken;
-
+    /**
+     * A subpage of the run of {@code runPages} pages at {@code runStart} of
+     * {@code chunk}; its bitmap says which elements are taken, and it is in
+     * its arena's list of its size class while it has a free one.
+     */
     Subpage(Chunk chunk, int runStart, int runPages, int sizeIndex, int elementSize) {
+        super(elementsIn(chunk, runPages, elementSize));
         this.chunk = chunk;
         this.runStart = runStart;
         this.runPages = runPages;
         this.sizeIndex = sizeIndex;
         this.elementSize = elementSize;
-        this.elements = elementsIn(chunk, runPages, elementSize);
-        this.taken = new Bitmap(elements);
+        this.elements = slots();
     }
 
     /**
@@ -68,7 +70,7 @@ final class Subpage extends ListNode<Subpage> {
 
     /** Takes a free element and returns its handle; the caller has checked {@link #hasFree()}. */
     long allocate() {
-        int element = taken.take();
+        int element = take();
         if (element < 0) {
             throw new IllegalStateException("subpage has no free element");
         }
@@ -81,20 +83,20 @@ final class Subpage extends ListNode<Subpage> {
      * @throws IllegalStateException when the element is not allocated (a double free)
      */
     void free(int element) {
-        if (!taken.release(element)) {
+        if (!release(element)) {
             throw new IllegalStateException("element " + element + " of a " + elementSize + "-byte subpage is already free");
         }
     }
 
     boolean hasFree() {
-        return taken.free() > 0;
+        return free() > 0;
     }
 
     boolean isEmpty() {
-        return taken.free() == elements;
+        return free() == elements;
     }
 
     int freeElements() {
-        return taken.free();
+        return free();
     }
 }
