@@ -12,7 +12,10 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Queue;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -31,7 +34,8 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>what the allocators a framework falls back on ({@link FallbackAllocators})
  *       served from the start of the traffic to the end of the shutdown, and
  *       how many channels came with another allocator and were given their
- *       side's view (HTTP/2 streams);</li>
+ *       side's view (HTTP/2 streams), and, where a framework tells, in which
+ *       protocol version each side saw each request or response;</li>
  *   <li>the failures seen on any thread (a wrong byte, a refused check, an
  *       exception), and the allocator's figures at the start and once the
  *       framework has shut down and its threads have ended.</li>
@@ -59,6 +63,7 @@ public final class Exchange {
     private final LongAdder serverChannelsAdopted = new LongAdder();
     private final LongAdder clientChannelsAdopted = new LongAdder();
     private volatile String adoptedFrom = "";
+    private final Map<String, LongAdder> protocolsSeen = new ConcurrentHashMap<>();
     private final LongAdder failureCount = new LongAdder();
     private final Queue<String> failures = new ConcurrentLinkedQueue<>();
     private volatile PoolStats atStart;
@@ -173,6 +178,22 @@ public final class Exchange {
     /** Client channels that came with another allocator and were given the client's view. */
     public long clientChannelsAdopted() {
         return clientChannelsAdopted.sum();
+    }
+
+    /**
+     * Counts a request ({@code side} "server") or a response ({@code side}
+     * "client") seen in {@code version}, as the framework names it
+     * ({@code HTTP/1.1}, {@code HTTP/2.0}).
+     */
+    public void sawProtocol(String side, String version) {
+        protocolsSeen.computeIfAbsent(side + " " + version, k -> new LongAdder()).increment();
+    }
+
+    /** What {@link #sawProtocol} counted, by side and version ({@code "server HTTP/2.0"}), in order. */
+    public Map<String, Long> protocolsSeen() {
+        Map<String, Long> seen = new TreeMap<>();
+        protocolsSeen.forEach((key, count) -> seen.put(key, count.sum()));
+        return seen;
     }
 
     /** The client holds a whole body; see {@link #serverHolds(ByteBuf, int)}. */
@@ -303,6 +324,9 @@ public final class Exchange {
         if (serverChannelsAdopted() + clientChannelsAdopted() > 0) {
             out.append("  channels given their side's view: server ").append(serverChannelsAdopted()).append(", client ")
                     .append(clientChannelsAdopted()).append(" (e.g. ").append(adoptedFrom).append(")\n");
+        }
+        if (!protocolsSeen.isEmpty()) {
+            out.append("  protocols seen   ").append(protocolsSeen()).append('\n');
         }
         PoolStats after = afterShutdown;
         if (after != null) {

@@ -8,7 +8,9 @@ import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.security.PrivateKey;
+import java.security.cert.CertificateEncodingException;
 import java.security.cert.X509Certificate;
+import java.util.Base64;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -17,6 +19,10 @@ import java.util.concurrent.TimeUnit;
  * neither BouncyCastle nor the JDK's internal certificate classes are needed
  * (Netty's {@code SelfSignedCertificate} uses one or the other, depending on
  * the Netty version and JDK).
+ *
+ * <p>Frameworks that take PEM text (Spring Boot's
+ * {@code spring.ssl.bundle.pem.*} properties) get it from {@link #privateKeyPem()}
+ * and {@link #certificatePem()}.
  *
  * @param privateKey  the EC (P-256) private key
  * @param certificate its certificate, valid for two days
@@ -62,5 +68,24 @@ public record SelfSignedKey(PrivateKey privateKey, X509Certificate certificate) 
             Files.deleteIfExists(store);
             Files.deleteIfExists(dir);
         }
+    }
+
+    /** The private key as PEM text: its PKCS#8 encoding, in a {@code PRIVATE KEY} block. */
+    public String privateKeyPem() {
+        return pem("PRIVATE KEY", privateKey.getEncoded());
+    }
+
+    /** The certificate as PEM text: its DER encoding, in a {@code CERTIFICATE} block. */
+    public String certificatePem() {
+        try {
+            return pem("CERTIFICATE", certificate.getEncoded());
+        } catch (CertificateEncodingException e) {
+            throw new IllegalStateException("a certificate keytool made cannot be encoded", e);
+        }
+    }
+
+    private static String pem(String label, byte[] der) {
+        String base64 = Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der);
+        return "-----BEGIN " + label + "-----\n" + base64 + "\n-----END " + label + "-----\n";
     }
 }

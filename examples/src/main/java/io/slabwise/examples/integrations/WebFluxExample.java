@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.handler.ssl.SslContext;
 import io.slabwise.netty.SlabwiseAllocator;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.SpringBootConfiguration;
@@ -17,6 +18,7 @@ import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
+import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
 import org.springframework.web.reactive.function.BodyInserters;
 import org.springframework.web.reactive.function.client.WebClient;
 import org.springframework.web.reactive.function.server.RequestPredicates;
@@ -26,10 +28,16 @@ import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.Http11SslContextSpec;
+import reactor.netty.http.Http2SslContextSpec;
+import reactor.netty.http.HttpProtocol;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.resources.ConnectionProvider;
 
+import javax.net.ssl.SSLException;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -44,17 +52,29 @@ import java.util.concurrent.TimeUnit;
  * body's {@link DataBuffer}s (Spring's {@code NettyDataBuffer}s over the
  * channel's {@code ByteBuf}s, joined into a composite of the same buffers)
  * and sends them back. The client posts every body of a {@link BodyPlan}
- * over a pool of {@value #CONCURRENCY} HTTP/1.1 connections and joins each
- * response the same way. Both sides tally what they send and receive in an
- * {@link Exchange} and check that each whole body they hold lies in their
- * category ({@value #SERVER_CATEGORY} and {@value #CLIENT_CATEGORY}).
+ * with {@value #CONCURRENCY} requests at a time and joins each response the
+ * same way. Both sides tally what they send and receive in an
+ * {@link Exchange}, check that each whole body they hold lies in their
+ * category ({@value #SERVER_CATEGORY} and {@value #CLIENT_CATEGORY}), and
+ * count the protocol version each request and response came in.
+ *
+ * <p>Three {@link Mode modes}: HTTP/1.1 in clear text, HTTP/1.1 over TLS,
+ * and HTTP/2 over TLS. The server is set up for TLS and HTTP/2 the way a
+ * Spring Boot application is, by properties: {@code server.ssl.bundle} names
+ * an SSL bundle of PEM text ({@code spring.ssl.bundle.pem.*}, here the text of
+ * a key and certificate made at start-up where an application gives a file's
+ * location) and {@code server.http2.enabled} offers HTTP/2 beside HTTP/1.1
+ * (by ALPN). Spring Boot then configures the Reactor Netty server's TLS and
+ * protocols before it applies the customizer, which needs nothing more than
+ * the allocator lines. The client's {@code HttpClient} is given the
+ * protocol and a TLS context trusting the certificate.
  *
  * <p>Spring Boot 3.5 (Netty 4.1) and 4.0 (Netty 4.2) alike: the build picks
  * the {@code SlabwiseServerConfiguration} of the Spring Boot in use.
  *
  * <p>Run with {@code mvn -q -B install -DskipTests && mvn -q -B -pl examples exec:java
  * -Dexec.mainClass=io.slabwise.examples.integrations.WebFluxExample}. It
- * moves 64 MiB each way and exits with status 1 if anything went wrong.
+ * runs each mode, 64 MiB each way, and exits with status 1 if anything went wrong.
  */
 public final class WebFluxExample {
 
@@ -62,49 +82,91 @@ public final class WebFluxExample {
     public static final String SERVER_CATEGORY = "webflux_server";
     /** The client's category. */
     public static final String CLIENT_CATEGORY = "webclient";
-    /** Concurrent requests: HTTP/1.1 connections. */
+    /** Concurrent requests: HTTP/1.1 connections, or HTTP/2 streams. */
     public static final int CONCURRENCY = 8;
 
     private static final String CRC_HEADER = "x-body-crc32c";
+    private static final String SSL_BUNDLE = "web";
+
+    /** How the client and the server talk. */
+    public enum Mode {
+        /** HTTP/1.1 in clear text, Spring Boot's default. */
+        HTTP11("HTTP/1.1", false, HttpProtocol.HTTP11, "HTTP/1.1"),
+        /** HTTP/1.1 over TLS: {@code server.ssl.bundle}. */
+        HTTP11_TLS("HTTP/1.1 over TLS", true, HttpProtocol.HTTP11, "HTTP/1.1"),
+        /** HTTP/2 over TLS (h2, agreed by ALPN): {@code server.ssl.bundle} and {@code server.http2.enabled}. */
+        H2_TLS("HTTP/2 over TLS", true, HttpProtocol.H2, "HTTP/2.0");
+
+        private final String title;
+        private final boolean tls;
+        private final HttpProtocol clientProtocol;
+        private final String version;
+
+        Mode(String title, boolean tls, HttpProtocol clientProtocol, String version) {
+            this.title = title;
+            this.tls = tls;
+            this.clientProtocol = clientProtocol;
+            this.version = version;
+        }
+
+        /** The protocol version both sides must see each request and response in, as Reactor Netty names it. */
+        public String version() {
+            return version;
+        }
+    }
 
     private WebFluxExample() {
     }
 
-    /** Runs the application and the client on loopback and prints what moved. */
+    /** Runs the application and the client on loopback in each mode, and prints what moved. */
     public static void main(String[] args) throws Exception {
+        SelfSignedKey key = SelfSignedKey.generate();
         BodyPlan plan = BodyPlan.standard(42);
-        boolean ok;
-        try (SlabwiseAllocator allocator = SlabwiseAllocator.builder().build()) {
-            Exchange exchange = run(allocator, plan, false);
-            System.out.print(exchange.summary());
-            ok = exchange.intact() && exchange.afterShutdown().requestedBytes() == 0;
+        boolean ok = true;
+        for (Mode mode : Mode.values()) {
+            try (SlabwiseAllocator allocator = SlabwiseAllocator.builder().build()) {
+                Exchange exchange = run(allocator, mode, key, plan, false);
+                System.out.print(exchange.summary());
+                ok &= exchange.intact() && exchange.afterShutdown().requestedBytes() == 0;
+            }
         }
         System.exit(ok ? 0 : 1);
     }
 
     /**
      * Starts the Spring application and a {@link WebClient} on
-     * {@code allocator}, posts every body of {@code plan} with
-     * {@link #CONCURRENCY} requests at a time, closes the application, and
-     * waits for the event loops' threads to end.
+     * {@code allocator}, talking as {@code mode} says, posts every body of
+     * {@code plan} with {@link #CONCURRENCY} requests at a time, closes the
+     * application, and waits for the event loops' threads to end.
      *
+     * @param key                 the server's key and certificate, which the client trusts (unused in clear text)
      * @param reactorNettyMetrics whether the server turns on Reactor Netty's meters
      *                            (in Micrometer's global registry)
      * @throws InterruptedException when interrupted while shutting down
      */
-    public static Exchange run(SlabwiseAllocator allocator, BodyPlan plan, boolean reactorNettyMetrics) throws InterruptedException {
-        Exchange exchange = new Exchange("Spring WebFlux (Reactor Netty) HTTP/1.1", allocator, SERVER_CATEGORY, CLIENT_CATEGORY);
+    public static Exchange run(SlabwiseAllocator allocator, Mode mode, SelfSignedKey key, BodyPlan plan,
+                               boolean reactorNettyMetrics) throws InterruptedException {
+        Exchange exchange = new Exchange("Spring WebFlux (Reactor Netty) " + mode.title, allocator, SERVER_CATEGORY,
+                CLIENT_CATEGORY);
         RecordedThreads threads = new RecordedThreads();
         EventLoopGroup serverLoops = newLoops(threads, "webflux-server");
         EventLoopGroup clientLoops = newLoops(threads, "webclient");
         ConnectionProvider connections = ConnectionProvider.builder("slabwise-webclient")
                 .maxConnections(CONCURRENCY).pendingAcquireMaxCount(-1).build();
-        WebFluxServerSide side = new WebFluxServerSide(exchange.serverAllocator(), serverLoops, reactorNettyMetrics);
+        WebFluxServerSide side = new WebFluxServerSide(exchange, serverLoops, reactorNettyMetrics);
         ConfigurableApplicationContext application = null;
         try {
-            application = start(side, exchange);
+            application = start(side, exchange, serverProperties(mode, key));
             int port = side.port().get(30, TimeUnit.SECONDS);
-            WebClient client = client(exchange.clientAllocator(), clientLoops, connections, port);
+            HttpClient http = httpClient(exchange.clientAllocator(), clientLoops, connections)
+                    // an HTTP/2 stream is a channel of its own, whose allocator is Netty's default: give it ours
+                    .doOnRequest((request, connection) -> exchange.adoptClientChannel(connection.channel()))
+                    .doOnResponse((response, connection) -> exchange.sawProtocol("client", response.version().text()));
+            if (mode.tls) {
+                SslContext tls = clientTls(mode, key);
+                http = http.protocol(mode.clientProtocol).secure(spec -> spec.sslContext(tls));
+            }
+            WebClient client = webClient(http, (mode.tls ? "https" : "http") + "://127.0.0.1:" + port);
             exchange.trafficStarts();
             Flux.range(0, plan.bodies())
                     .flatMap(i -> post(client, exchange, plan, i), CONCURRENCY)
@@ -129,28 +191,67 @@ public final class WebFluxExample {
     }
 
     /**
-     * A {@link WebClient} over Reactor Netty on {@code allocator}: the
-     * allocator goes to the {@code HttpClient}, which the connector wraps.
+     * A {@link WebClient} over Reactor Netty on {@code allocator}, in clear
+     * text HTTP/1.1: the allocator goes to the {@code HttpClient}, which the
+     * connector wraps.
      */
     public static WebClient client(ByteBufAllocator allocator, EventLoopGroup loops, ConnectionProvider connections, int port) {
-        HttpClient http = HttpClient.create(connections)
+        return webClient(httpClient(allocator, loops, connections), "http://127.0.0.1:" + port);
+    }
+
+    private static HttpClient httpClient(ByteBufAllocator allocator, EventLoopGroup loops, ConnectionProvider connections) {
+        return HttpClient.create(connections)
                 .runOn(loops)
                 .option(ChannelOption.ALLOCATOR, allocator);
+    }
+
+    private static WebClient webClient(HttpClient http, String baseUrl) {
         return WebClient.builder()
                 .clientConnector(new ReactorClientHttpConnector(http))
-                .baseUrl("http://127.0.0.1:" + port)
+                .baseUrl(baseUrl)
                 .build();
     }
 
-    /** Starts the application on loopback, on a free port; the server's side and the exchange become beans. */
-    private static ConfigurableApplicationContext start(WebFluxServerSide side, Exchange exchange) {
+    /** The client's TLS context for {@code mode}, trusting the server's certificate; built once, before the traffic. */
+    private static SslContext clientTls(Mode mode, SelfSignedKey key) throws SSLException {
+        return (mode.clientProtocol == HttpProtocol.H2 ? Http2SslContextSpec.forClient() : Http11SslContextSpec.forClient())
+                .configure(builder -> builder.trustManager(key.certificate()))
+                .sslContext();
+    }
+
+    /**
+     * Spring Boot's properties for the server in {@code mode}: TLS from an SSL
+     * bundle of PEM text (an application gives the files' locations,
+     * {@code classpath:...} or {@code file:...}, in the same properties) and,
+     * for HTTP/2, {@code server.http2.enabled}, which with TLS makes the
+     * server offer h2 and HTTP/1.1 by ALPN.
+     */
+    private static Map<String, Object> serverProperties(Mode mode, SelfSignedKey key) {
+        Map<String, Object> properties = new HashMap<>();
+        if (mode.tls) {
+            properties.put("server.ssl.bundle", SSL_BUNDLE);
+            properties.put("spring.ssl.bundle.pem." + SSL_BUNDLE + ".keystore.certificate", key.certificatePem());
+            properties.put("spring.ssl.bundle.pem." + SSL_BUNDLE + ".keystore.private-key", key.privateKeyPem());
+        }
+        if (mode.clientProtocol == HttpProtocol.H2) {
+            properties.put("server.http2.enabled", "true");
+        }
+        return properties;
+    }
+
+    /**
+     * Starts the application on loopback, on a free port, with {@code properties}
+     * besides; the server's side and the exchange become beans.
+     */
+    private static ConfigurableApplicationContext start(WebFluxServerSide side, Exchange exchange, Map<String, Object> properties) {
         SpringApplication application = new SpringApplication(EchoApplication.class);
         application.setWebApplicationType(WebApplicationType.REACTIVE);
-        application.setDefaultProperties(Map.of(
-                "server.address", "127.0.0.1",
-                "server.port", "0",
-                "spring.main.banner-mode", "off",
-                "spring.main.log-startup-info", "false"));
+        Map<String, Object> defaults = new HashMap<>(properties);
+        defaults.put("server.address", "127.0.0.1");
+        defaults.put("server.port", "0");
+        defaults.put("spring.main.banner-mode", "off");
+        defaults.put("spring.main.log-startup-info", "false");
+        application.setDefaultProperties(defaults);
         application.addInitializers(context -> {
             context.getBeanFactory().registerSingleton("webFluxServerSide", side);
             context.getBeanFactory().registerSingleton("exchange", exchange);
@@ -212,6 +313,8 @@ public final class WebFluxExample {
 
         private static Mono<ServerResponse> echo(ServerRequest request, Exchange exchange) {
             String sentCrc = request.headers().firstHeader(CRC_HEADER);
+            HttpServerRequest reactorRequest = ServerHttpRequestDecorator.getNativeRequest(request.exchange().getRequest());
+            exchange.sawProtocol("server", reactorRequest.version().text());
             return DataBufferUtils.join(request.bodyToFlux(DataBuffer.class)).flatMap(joined -> {
                 ByteBuf body = NettyDataBufferFactory.toByteBuf(joined);
                 int length = body.readableBytes();

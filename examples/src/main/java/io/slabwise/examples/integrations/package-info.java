@@ -2,7 +2,8 @@
  * Slabwise inside the Netty frameworks people run: Reactor Netty's HTTP
  * server and client ({@link io.slabwise.examples.integrations.ReactorNettyHttpExample}),
  * Spring WebFlux on the Reactor Netty server Spring Boot builds, with a
- * {@code WebClient} ({@link io.slabwise.examples.integrations.WebFluxExample}),
+ * {@code WebClient}, in clear text and over TLS, HTTP/1.1 and HTTP/2
+ * ({@link io.slabwise.examples.integrations.WebFluxExample}),
  * gRPC over grpc-netty ({@link io.slabwise.examples.integrations.GrpcExample})
  * and TLS through the JDK's {@code SSLEngine} or netty-tcnative's BoringSSL
  * ({@link io.slabwise.examples.integrations.TlsEchoExample}).

@@ -16,11 +16,17 @@ import org.springframework.context.annotation.Configuration;
 @Configuration(proxyBeanMethods = false)
 public class SlabwiseServerConfiguration {
 
-    /** The customizer: the allocator on the listening channel and on each accepted connection. */
+    /**
+     * The customizer: the allocator on the listening channel, on each
+     * accepted connection and, with HTTP/2, on each stream's channel (which
+     * starts on Netty's default allocator; Reactor Netty calls
+     * {@code doOnConnection} for each stream too).
+     */
     @Bean
     NettyServerCustomizer slabwiseAllocator(WebFluxServerSide side) {
         return server -> side.configure(server
-                .option(ChannelOption.ALLOCATOR, side.allocator())          // the listening channel
-                .childOption(ChannelOption.ALLOCATOR, side.allocator()));   // each accepted connection
+                .option(ChannelOption.ALLOCATOR, side.allocator())                  // the listening channel
+                .childOption(ChannelOption.ALLOCATOR, side.allocator())             // each accepted connection
+                .doOnConnection(connection -> side.adopt(connection.channel())));   // each HTTP/2 stream
     }
 }
