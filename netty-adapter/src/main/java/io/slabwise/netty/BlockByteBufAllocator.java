@@ -59,7 +59,7 @@ public final class BlockByteBufAllocator {
             return null;
         }
         return SlabwiseAllocator.leakAware(composite(view, blocks.generalAllocator(), parts,
-                parent.nativeAccess()));
+                parent.bufferKind()));
     }
 
     /**
@@ -68,11 +68,10 @@ public final class BlockByteBufAllocator {
      * moves to {@code growSource}.
      */
     static CompositeByteBuf composite(ByteBufAllocator view, Allocator growSource, List<Allocation> parts,
-                                      boolean nativeAccess) {
+                                      DirectBufferKind kind) {
         CompositeByteBuf composite = new CompositeByteBuf(view, true, Integer.MAX_VALUE);
         for (Allocation part : parts) {
-            ByteBuf component = DirectBuffers.wrap(view, growSource, part, part.requestedBytes(),
-                    nativeAccess);
+            ByteBuf component = DirectBuffers.wrap(view, growSource, part, part.requestedBytes(), kind);
             component.writerIndex(component.capacity());
             composite.addComponent(false, component);
         }

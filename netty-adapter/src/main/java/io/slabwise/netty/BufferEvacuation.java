@@ -177,7 +177,7 @@ public final class BufferEvacuation {
             return null;
         }
         return SlabwiseAllocator.leakAware(DirectBuffers.wrap(old.alloc(), old.source(), to,
-                old.maxCapacity(), allocator.nativeAccess()));
+                old.maxCapacity(), allocator.bufferKind()));
     }
 
     private ByteBuf moveComposite(CompositeByteBuf old, List<Allocation> parts) {
@@ -187,7 +187,7 @@ public final class BufferEvacuation {
         }
         Allocator growSource = ((SlabwiseDirectByteBuf) root(old.component(0))).source();
         return SlabwiseAllocator.leakAware(BlockByteBufAllocator.composite(old.alloc(), growSource,
-                moved, allocator.nativeAccess()));
+                moved, allocator.bufferKind()));
     }
 
     /**

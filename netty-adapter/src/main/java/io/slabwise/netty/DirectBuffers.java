@@ -7,11 +7,10 @@ import io.slabwise.Allocator;
 import static io.slabwise.netty.SlabwiseDirectByteBuf.ENGINE;
 
 /**
- * Makes the {@link SlabwiseDirectByteBuf}s an allocator hands out: with
- * native access where {@link NativeAccess#AVAILABLE} allows it and the
- * allocator wants it, a new object per allocation, or, for a recycling
- * allocator, the object that came back with the holder from the thread's
- * stash.
+ * Makes the {@link SlabwiseDirectByteBuf}s an allocator hands out, of the
+ * class its {@link DirectBufferKind} names: a new object per allocation, or,
+ * for a recycling allocator, the object that came back with the holder from
+ * the thread's stash.
  */
 final class DirectBuffers {
 
@@ -26,12 +25,12 @@ final class DirectBuffers {
      * recycled: only the general pool's holders come from a stash.
      */
     static SlabwiseDirectByteBuf allocate(ByteBufAllocator allocator, Allocator source, int capacity, int maxCapacity,
-                                          boolean nativeAccess) {
+                                          DirectBufferKind kind) {
         Allocation a = new Allocation();
         if (!source.allocate(capacity, a)) {
             return null;
         }
-        return newInstance(allocator, source, a, maxCapacity, nativeAccess);
+        return newInstance(allocator, source, a, maxCapacity, kind);
     }
 
     /**
@@ -44,18 +43,18 @@ final class DirectBuffers {
      * object that came with the holder is reused and nothing is made.
      */
     static SlabwiseDirectByteBuf allocateGeneral(ByteBufAllocator allocator, Allocator general, int capacity,
-                                                 int maxCapacity, boolean recycle, boolean nativeAccess,
+                                                 int maxCapacity, boolean recycle, DirectBufferKind kind,
                                                  boolean returnNullAtLimit) {
         Allocation a = ENGINE.allocateStashed(general.category(), capacity, returnNullAtLimit);
         if (a == null) {
             return null;
         }
         if (!recycle) {
-            return newInstance(allocator, general, a, maxCapacity, nativeAccess);
+            return newInstance(allocator, general, a, maxCapacity, kind);
         }
         SlabwiseDirectByteBuf buf = (SlabwiseDirectByteBuf) ENGINE.attachment(a);
         if (buf == null) {
-            buf = newRecycled(nativeAccess); // a new holder, or one whose object moved to another allocation
+            buf = newRecycled(kind); // a new holder, or one whose object moved to another allocation
             ENGINE.attach(a, buf);
         }
         buf.reuse(a, allocator, general, maxCapacity);
@@ -67,20 +66,26 @@ final class DirectBuffers {
      * taking ownership of it; {@code growSource} serves it if it must grow.
      */
     static SlabwiseDirectByteBuf wrap(ByteBufAllocator allocator, Allocator growSource, Allocation allocation,
-                                      int maxCapacity, boolean nativeAccess) {
-        return newInstance(allocator, growSource, allocation, maxCapacity, nativeAccess);
+                                      int maxCapacity, DirectBufferKind kind) {
+        return newInstance(allocator, growSource, allocation, maxCapacity, kind);
     }
 
-    /** A new buffer object to be recycled: native access only where {@link NativeAccess#AVAILABLE} allows it. */
-    private static SlabwiseDirectByteBuf newRecycled(boolean nativeAccess) {
-        return nativeAccess && NativeAccess.AVAILABLE ? new SlabwiseUnsafeDirectByteBuf() : new SlabwiseDirectByteBuf();
+    /** A new buffer object of {@code kind} to be recycled. */
+    private static SlabwiseDirectByteBuf newRecycled(DirectBufferKind kind) {
+        if (kind == DirectBufferKind.NATIVE) {
+            return new SlabwiseUnsafeDirectByteBuf();
+        }
+        return kind == DirectBufferKind.NIO ? new SlabwiseDirectByteBuf() : new SlabwiseNoAddressDirectByteBuf();
     }
 
-    /** A new buffer object, never recycled, over {@code a}: native access only where {@link NativeAccess#AVAILABLE} allows it. */
+    /** A new buffer object of {@code kind}, never recycled, over {@code a}. */
     private static SlabwiseDirectByteBuf newInstance(ByteBufAllocator allocator, Allocator source, Allocation a,
-                                                     int maxCapacity, boolean nativeAccess) {
-        return nativeAccess && NativeAccess.AVAILABLE
-                ? new SlabwiseUnsafeDirectByteBuf(allocator, source, a, maxCapacity)
-                : new SlabwiseDirectByteBuf(allocator, source, a, maxCapacity);
+                                                     int maxCapacity, DirectBufferKind kind) {
+        if (kind == DirectBufferKind.NATIVE) {
+            return new SlabwiseUnsafeDirectByteBuf(allocator, source, a, maxCapacity);
+        }
+        return kind == DirectBufferKind.NIO
+                ? new SlabwiseDirectByteBuf(allocator, source, a, maxCapacity)
+                : new SlabwiseNoAddressDirectByteBuf(allocator, source, a, maxCapacity);
     }
 }

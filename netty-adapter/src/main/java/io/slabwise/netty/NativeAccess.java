@@ -24,8 +24,10 @@ final class NativeAccess {
      * Netty has no {@code Unsafe} (Netty 4.2 does, Netty 4.1 does not): a
      * buffer without native access then reports its address too, so that
      * native transports and OpenSSL hand it to native code as they do
-     * Netty's buffers, instead of copying through a {@code ByteBuffer}.
+     * Netty's buffers, instead of going through a {@code ByteBuffer} view.
      * Java code still reads and writes through the buffer's checked paths.
+     * An allocator built with {@code memoryAddress(false)} makes buffers that
+     * report none all the same.
      * Asked of Netty once, by making and releasing one unpooled buffer.
      */
     static final boolean ADDRESS_WITHOUT_IT = nettyReportsAddressesWithoutUnsafe();

@@ -68,7 +68,7 @@ public final class SequentialByteBufAllocator {
             return null;
         }
         return SlabwiseAllocator.leakAware(DirectBuffers.wrap(view, sequential, a, Integer.MAX_VALUE,
-                parent.nativeAccess()));
+                parent.bufferKind()));
     }
 
     /** The category its buffers are accounted to. */

@@ -42,8 +42,10 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Direct buffers use native loads and stores, and report a memory address,
  * where Netty has {@code sun.misc.Unsafe}; elsewhere (Netty 4.2 on JDK 24 and
- * later, by default) they work through NIO and {@code hasMemoryAddress()} is
- * false. Copies between any two buffers work either way. Unlike Netty's own
+ * later, by default) they work through NIO, and report their address where
+ * Netty's own direct buffers do, so that native transports and OpenSSL hand it
+ * to native code ({@link Builder#memoryAddress(boolean)} turns the reporting off).
+ * Copies between any two buffers work either way. Unlike Netty's own
  * buffers, a slice or duplicate never reaches past its parent's current
  * capacity: after the parent shrinks, such an access throws
  * {@link IndexOutOfBoundsException} instead of touching memory that now belongs
@@ -68,8 +70,8 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     private final MemoryPool pool;
     private final Allocator defaultSource;
     private final boolean recycleBuffers;
-    /** Whether buffers use native loads and stores (where the JVM allows them at all). */
-    private final boolean nativeAccess;
+    /** The class of the direct buffers: native access or NIO, an address reported or not. */
+    private final DirectBufferKind bufferKind;
     private final boolean preferDirect;
     private final ConcurrentHashMap<String, CategoryByteBufAllocator> views = new ConcurrentHashMap<>();
     /** Bytes of live heap buffers' arrays. */
@@ -80,7 +82,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         super(builder.preferDirect);
         this.pool = new MemoryPool(builder.poolConfig());
         this.recycleBuffers = builder.recycleBuffers;
-        this.nativeAccess = builder.nativeAccess;
+        this.bufferKind = DirectBufferKind.of(builder.nativeAccess, builder.memoryAddress);
         this.preferDirect = builder.preferDirect;
         this.defaultSource = pool.allocator(pool.defaultCategory());
     }
@@ -103,7 +105,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
      */
     ByteBuf newDirectBuffer(ByteBufAllocator view, Allocator general, int initialCapacity, int maxCapacity) {
         SlabwiseDirectByteBuf buf = DirectBuffers.allocateGeneral(view, general, initialCapacity, maxCapacity,
-                recycleBuffers, nativeAccess, false);
+                recycleBuffers, bufferKind, false);
         if (buf == null) {
             throw pool.limitException(general.category(), initialCapacity);
         }
@@ -112,8 +114,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
 
     /** A pooled direct buffer from {@code source}, or null when refused at a limit under RETURN_NULL. */
     ByteBuf tryNewDirectBuffer(ByteBufAllocator view, Allocator source, int initialCapacity, int maxCapacity) {
-        SlabwiseDirectByteBuf buf = DirectBuffers.allocate(view, source, initialCapacity, maxCapacity,
-                nativeAccess);
+        SlabwiseDirectByteBuf buf = DirectBuffers.allocate(view, source, initialCapacity, maxCapacity, bufferKind);
         return buf == null ? null : toLeakAwareBuffer(buf);
     }
 
@@ -128,7 +129,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
     public ByteBuf tryDirectBuffer(int initialCapacity, int maxCapacity) {
         validate(initialCapacity, maxCapacity);
         SlabwiseDirectByteBuf buf = DirectBuffers.allocateGeneral(this, defaultSource, initialCapacity,
-                maxCapacity, recycleBuffers, nativeAccess, true);
+                maxCapacity, recycleBuffers, bufferKind, true);
         return buf == null ? null : tracked(buf);
     }
 
@@ -157,9 +158,9 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         }
     }
 
-    /** Whether this allocator's buffers use native loads and stores and report a memory address. */
-    boolean nativeAccess() {
-        return nativeAccess;
+    /** The class of this allocator's direct buffers. */
+    DirectBufferKind bufferKind() {
+        return bufferKind;
     }
 
     /**
@@ -395,6 +396,7 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
         private boolean preferDirect = true;
         private boolean recycleBuffers = Boolean.getBoolean("slabwise.recycleBuffers");
         private boolean nativeAccess = NativeAccess.AVAILABLE;
+        private boolean memoryAddress = !"false".equalsIgnoreCase(System.getProperty("slabwise.memoryAddress"));
 
         private Builder() {
             waitAllowed(() -> io.netty.util.internal.ThreadExecutorMap.currentExecutor() == null);
@@ -434,6 +436,29 @@ public final class SlabwiseAllocator extends AbstractByteBufAllocator
          */
         public Builder recycleBuffers(boolean recycle) {
             this.recycleBuffers = recycle;
+            return this;
+        }
+
+        /**
+         * Whether direct buffers without native access report their memory's
+         * address (default true; system property
+         * {@code slabwise.memoryAddress}). Such buffers are what Netty 4.2
+         * gets on JDK 24 and later, where {@code sun.misc.Unsafe} is off; they
+         * report their address where Netty's own direct buffers report theirs
+         * there, and native transports (epoll, io_uring) and OpenSSL hand it
+         * to native code, as they do Netty's buffers. With false they never
+         * report one, and code that asks {@code hasMemoryAddress()} takes its
+         * {@code ByteBuffer} path instead. That changes the route, not what
+         * native code reaches: Netty's transports and OpenSSL then take the
+         * same memory's address from the buffer's direct NIO view (a view and
+         * a lookup more per read or write). It is there to compare the two
+         * routes, and for code that must not be given the address as a
+         * number. Buffers with native access (where Netty has {@code Unsafe})
+         * keep their address whatever this says, since Java's own reads and
+         * writes use it. Slices and duplicates follow their buffer.
+         */
+        public Builder memoryAddress(boolean memoryAddress) {
+            this.memoryAddress = memoryAddress;
             return this;
         }
 

@@ -34,11 +34,14 @@ import java.nio.channels.ScatteringByteChannel;
  * allocation from the pool; shrinking or growing within it stays in place.
  *
  * <p><b>Two ways to reach the bytes.</b> This class reads and writes through
- * the chunk's {@link ByteBuffer} with absolute NIO methods and reports no
- * memory address, so it works on every JVM, including Netty 4.2 on JDK 24 and
- * later, where Netty leaves {@code sun.misc.Unsafe} off.
+ * the chunk's {@link ByteBuffer} with absolute NIO methods, so it works on
+ * every JVM, including Netty 4.2 on JDK 24 and later, where Netty leaves
+ * {@code sun.misc.Unsafe} off; it reports its memory address only where
+ * Netty's own direct buffers report theirs without native access.
  * {@link SlabwiseUnsafeDirectByteBuf} adds native loads and stores and reports
  * its address; the allocator makes those wherever {@link NativeAccess#AVAILABLE} holds.
+ * {@link SlabwiseNoAddressDirectByteBuf} never reports an address (an
+ * allocator built with {@code memoryAddress(false)}); see {@link DirectBufferKind}.
  *
  * <p><b>Copies between buffers always end.</b> A copy to or from another
  * {@code ByteBuf} goes address to address (native access on both sides), array
