@@ -6,6 +6,7 @@
 # Usage: benchmarks/build-jar.sh [maven options...]
 #   benchmarks/build-jar.sh                                  JDK 17 + Netty 4.1 (the default stack)
 #   JAVA_HOME=/path/to/jdk-25 benchmarks/build-jar.sh -Pnetty-4.2   the modern stack (with the Java 22 classes)
+#   JAVA_HOME=/path/to/jdk-25 benchmarks/build-jar.sh -Pnetty-4.2-native   Netty 4.2.18 with its epoll transport
 # Then run any script with JAR=<printed path> (and the same JAVA_HOME).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,11 +10,18 @@
 # JDK 25 + Netty 4.2, build that jar with build-jar.sh and pass both:
 #   jar=$(JAVA_HOME=/path/to/jdk-25 benchmarks/build-jar.sh -Pnetty-4.2)
 #   JAVA_HOME=/path/to/jdk-25 JAR=$jar benchmarks/run-http-benchmark.sh
+# The transport is NIO unless TRANSPORT=epoll, which needs a jar built with the Netty 4.2.18 profile that
+# carries Netty's epoll transport and its linux-x86_64 library:
+#   jar=$(JAVA_HOME=/path/to/jdk-25 benchmarks/build-jar.sh -Pnetty-4.2-native)
+#   JAVA_HOME=/path/to/jdk-25 JAR=$jar TRANSPORT=epoll benchmarks/run-http-benchmark.sh
+# The first server's start line shows the transport it runs (its server channel class) and whether the
+# allocator's direct buffers report a memory address.
 # Needs wrk (Debian: apt-get install wrk) and curl.
 # Usage: benchmarks/run-http-benchmark.sh [seconds] [response-bytes] [connections] [rounds]
 #   defaults 10 s, 4096 B, 64 connections, 3 rounds: about 40 s per allocator and round
-# Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); ALLOCATORS; PORT (the first port, default
-# 18081; each server gets the next one).
+# Environment: JAVA_HOME, JAR, JAVA_OPTS (see bench-common.sh); ALLOCATORS (names of AllocatorKind, e.g.
+# "slabwise slabwise_noaddress pooled adaptive"); TRANSPORT (nio or epoll, default nio); PORT (the first port,
+# default 18081; each server gets the next one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=benchmarks/bench-common.sh
@@ -25,6 +32,8 @@ connections=${3:-64}
 rounds=${4:-3}
 allocators=${ALLOCATORS:-$(default_allocators)}
 port=${PORT:-18081}
+transport=${TRANSPORT:-nio}
+[[ $transport == nio || $transport == epoll ]] || { echo "TRANSPORT must be nio or epoll, not '$transport'" >&2; exit 2; }
 command -v wrk > /dev/null || { echo "wrk is missing (Debian: apt-get install wrk)" >&2; exit 1; }
 work=$(mktemp -d)
 server=""
@@ -35,13 +44,15 @@ opts="-Xmx1g -Dslabwise.noGlibcWarning=true --enable-native-access=ALL-UNNAMED $
 
 describe_stack
 echo "server options: $opts"
+echo "transport: $transport"
 echo "wrk -t1 -c$connections -d${seconds}s, response $size B, $rounds rounds, allocators: $allocators"
-printf '%-6s %-17s %6s %12s %10s %14s\n' round allocator load 'requests/s' 'p99' 'peak RSS'
+printf '%-6s %-19s %6s %12s %10s %14s\n' round allocator load 'requests/s' 'p99' 'peak RSS'
 for round in $(seq 1 "$rounds"); do
   for allocator in $allocators; do
     load=$(load1)
     # shellcheck disable=SC2086 # opts is a list of options
-    "$java" $opts -cp "$jar" io.slabwise.benchmarks.http.HttpBenchmarkServer "$allocator" "$port" > "$work/server.log" 2>&1 &
+    "$java" $opts -cp "$jar" io.slabwise.benchmarks.http.HttpBenchmarkServer "$allocator" "$port" "$transport" \
+        > "$work/server.log" 2>&1 &
     server=$!
     up=no
     for _ in $(seq 1 100); do
@@ -60,9 +71,14 @@ for round in $(seq 1 "$rounds"); do
     wait "$server" || true
     server=""
     # the exceptions the server logged, but for the connection resets of wrk closing its connections at the end
+    # (NIO's SocketException, epoll's NativeIoException)
     grep -E '^(Exception in thread|[a-z]+(\.[A-Za-z0-9_$]+)+(Exception|Error))' "$work/server.log" \
-        | grep -v '^java.net.SocketException: Connection reset' | sed "s/^/[$allocator] /" >> "$work/stderr" || true
-    printf '%-6s %-17s %6s %12s %10s %11s MiB %s\n' "$round" "$allocator" "$load" "$rps" "$p99" "$(( (hwm + 512) / 1024 ))" "$errors"
+        | grep -v -E '^(java\.net\.SocketException: Connection reset|io\.netty\.channel\.unix\.Errors\$NativeIoException: .*Connection reset by peer)' \
+        | sed "s/^/[$allocator] /" >> "$work/stderr" || true
+    if [[ $round == 1 ]]; then # the server's start line: its transport, and whether buffers report an address
+      grep -m1 '^serving with' "$work/server.log" | sed 's/^/  /' || true
+    fi
+    printf '%-6s %-19s %6s %12s %10s %11s MiB %s\n' "$round" "$allocator" "$load" "$rps" "$p99" "$(( (hwm + 512) / 1024 ))" "$errors"
     echo "$allocator $rps $p99 $hwm $load" >> "$work/results"
     port=$((port + 1))
   done

@@ -15,6 +15,11 @@ import io.slabwise.netty.SlabwiseAllocator;
  *   <li>{@code slabwise_recycle}: {@link SlabwiseAllocator} with
  *       {@code recycleBuffers(true)}, otherwise its defaults: released buffer
  *       objects are reused instead of made anew for every allocation.</li>
+ *   <li>{@code slabwise_noaddress}: {@link SlabwiseAllocator} with
+ *       {@code memoryAddress(false)}, otherwise its defaults: where its
+ *       buffers have no native access (Netty 4.2 on JDK 24 and later) they
+ *       report no memory address, so native transports take it from a direct
+ *       NIO view of the buffer; elsewhere the same as {@code slabwise}.</li>
  *   <li>{@code pooled}: Netty's {@link PooledByteBufAllocator} preferring direct
  *       buffers, with {@code useCacheForAllThreads=true}: by default Netty gives
  *       thread caches only to its own {@code FastThreadLocalThread}s, so on a
@@ -43,6 +48,13 @@ public enum AllocatorKind {
         @Override
         public ByteBufAllocator create() {
             return SlabwiseAllocator.builder().recycleBuffers(true).build();
+        }
+    },
+    /** Slabwise with {@code memoryAddress(false)}. */
+    slabwise_noaddress {
+        @Override
+        public ByteBufAllocator create() {
+            return SlabwiseAllocator.builder().memoryAddress(false).build();
         }
     },
     /** Netty's pooled allocator with thread caches on all threads. */
