@@ -138,7 +138,7 @@ import java.util.stream.Stream;
  *     -Dio.netty.leakDetection.level=disabled \
  *     -cp benchmarks/target/benchmarks.jar io.slabwise.benchmarks.poolsize.PoolSizeBenchmark \
  *     --pool-gib 16 [--allocators slabwise,pooled] [--sizes 262144,65536,4096] [--warmup-gib G]
- *     [--chunk-size BYTES] [--threads 8] [--latency-sizes 16384,262144,mixed] [--latency-ops 20000] [--holes]
+ *     [--chunk-size BYTES] [--threads 8] [--latency-sizes 16384,262144,mixed] [--latency-ops 100000] [--holes]
  * </pre>
  * {@code benchmarks/run-pool-size.sh} runs it at several pool sizes over
  * several rounds and prints the tables.
@@ -198,14 +198,14 @@ public final class PoolSizeBenchmark {
         if (options.containsKey("help") || !options.containsKey("pool-gib")) {
             System.out.println("options: --pool-gib G [--allocators slabwise,pooled] [--sizes 262144,65536,4096]"
                     + " [--warmup-gib W (default G)] [--chunk-size BYTES (4194304)] [--threads N (0: no parallel fill)]"
-                    + " [--latency-sizes 16384,262144,mixed (none: no probes)] [--latency-ops 20000] [--holes]");
+                    + " [--latency-sizes 16384,262144,mixed (none: no probes)] [--latency-ops 100000] [--holes]");
             System.exit(options.containsKey("help") ? 0 : 2);
         }
         int poolGiB = Integer.parseInt(options.get("pool-gib"));
         int warmupGiB = Integer.parseInt(options.getOrDefault("warmup-gib", String.valueOf(poolGiB)));
         int chunkSize = Integer.parseInt(options.getOrDefault("chunk-size", String.valueOf(4 << 20)));
         int threads = Integer.parseInt(options.getOrDefault("threads", "0"));
-        int latencyOps = Integer.parseInt(options.getOrDefault("latency-ops", "20000"));
+        int latencyOps = Integer.parseInt(options.getOrDefault("latency-ops", "100000"));
         String[] allocators = options.getOrDefault("allocators", "slabwise,pooled").split(",");
         int[] sizes = sizes(options.getOrDefault("sizes", "262144,65536"));
         String latency = options.getOrDefault("latency-sizes", "16384,262144," + MIXED);
