@@ -303,7 +303,7 @@ final class Arena implements Compaction.Evacuable {
             }
             chunk.setSubpage(subpage.runStart, subpage);
             linkSubpage(subpage);
-            freeElementBytes[sizeIndex] += (long) subpage.elements * subpage.elementSize;
+            freeElementBytes[sizeIndex] += (long) subpage.elements() * subpage.elementSize;
         }
         return subpage;
     }
@@ -658,7 +658,7 @@ final class Arena implements Compaction.Evacuable {
         }
         forEachSubpage(chunk, subpage -> {
             int elements = subpage.freeElements();
-            taken[subpage.sizeIndex] += (long) (subpage.elements - elements) * subpage.elementSize;
+            taken[subpage.sizeIndex] += (long) (subpage.elements() - elements) * subpage.elementSize;
             free[subpage.sizeIndex] += (long) elements * subpage.elementSize;
         });
         return true;

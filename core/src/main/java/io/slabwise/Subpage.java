@@ -26,7 +26,6 @@ final class Subpage extends Bitmap<Subpage> {
     final int runPages;
     final int sizeIndex;
     final int elementSize;
-    final int elements;
     /** Whether the subpage is carved, has no element taken and is in its arena's list of such subpages. */
     boolean empty;
     Subpage prevEmpty;
@@ -43,7 +42,11 @@ final class Subpage extends Bitmap<Subpage> {
         this.runPages = runPages;
         this.sizeIndex = sizeIndex;
         this.elementSize = elementSize;
-        this.elements = slots();
+    }
+
+    /** How many elements the subpage has: its bitmap's slots. */
+    int elements() {
+        return slots();
     }
 
     /**
@@ -55,7 +58,7 @@ final class Subpage extends Bitmap<Subpage> {
      * Whether it can: the same number of elements in the new run.
      */
     boolean reuse(Chunk chunk, int runStart) {
-        if (!isEmpty() || elementsIn(chunk, runPages, elementSize) != elements) {
+        if (!isEmpty() || elementsIn(chunk, runPages, elementSize) != slots()) {
             return false;
         }
         this.chunk = chunk;
@@ -93,7 +96,7 @@ final class Subpage extends Bitmap<Subpage> {
     }
 
     boolean isEmpty() {
-        return free() == elements;
+        return free() == slots();
     }
 
     int freeElements() {

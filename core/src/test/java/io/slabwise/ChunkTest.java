@@ -272,7 +272,7 @@ class ChunkTest {
         Subpage subpage = new Subpage(chunk, start, 9, SizeClasses.indexOf(9216), 9216);
         chunk.setSubpage(start, subpage);
         assertEquals(subpage, chunk.subpageAt(start));
-        for (int e = 0; e < subpage.elements; e++) {
+        for (int e = 0; e < subpage.elements(); e++) {
             long handle = subpage.allocate();
             assertEquals(((long) start << PAGE_SHIFT) + (long) e * 9216, chunk.offset(handle, 9216));
         }

@@ -45,7 +45,7 @@ class SubpageTest {
             Chunk chunk = subpage.chunk;
             int runBytes = subpage.runPages * PAGE;
             int expectedElements = Math.min(Subpage.MAX_ELEMENTS, runBytes / size);
-            assertEquals(expectedElements, subpage.elements, "elements of " + size);
+            assertEquals(expectedElements, subpage.elements(), "elements of " + size);
             assertEquals(expectedElements, subpage.freeElements());
             assertTrue(subpage.isEmpty());
             long runOffset = (long) subpage.runStart * PAGE;
@@ -99,7 +99,7 @@ class SubpageTest {
                 subpage.free(e);
             }
             assertTrue(subpage.isEmpty(), "size " + size);
-            assertEquals(subpage.elements, subpage.freeElements());
+            assertEquals(subpage.elements(), subpage.freeElements());
         }
     }
 
@@ -135,7 +135,7 @@ class SubpageTest {
         }
         pool.allocate(4096, third); // a second subpage, one element free: the first is not the last of its class
         Subpage released = first[0].chunk.subpageAt(Chunk.runStart(first[0].handle));
-        assertEquals(2, released.elements);
+        assertEquals(2, released.elements());
         for (Allocation a : first) {
             pool.free(a);
         }
